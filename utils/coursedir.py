@@ -1,0 +1,167 @@
+"""What the instructor tools share: where lessons live, running nbgrader, reading the gradebook."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+class ToolError(RuntimeError):
+    """A problem the instructor must fix; the message names the lesson and cell."""
+
+
+def lessons(root: Path = REPO) -> list[str]:
+    """Lesson folders under source/ that hold a notebook, in teaching order."""
+    src = Path(root) / "source"
+    if not src.is_dir():
+        return []
+    return sorted(d.name for d in src.iterdir() if d.is_dir() and any(d.glob("*.ipynb")))
+
+
+def source_notebook(root: Path, lesson: str) -> Path:
+    notebooks = sorted((Path(root) / "source" / lesson).glob("*.ipynb"))
+    if len(notebooks) != 1:
+        raise ToolError(f"{lesson}: expected exactly one notebook in source/{lesson}, found {len(notebooks)}")
+    return notebooks[0]
+
+
+def resolve_lessons(names: list[str], root: Path = REPO) -> list[str]:
+    """The lessons named on a command line (all when none), with a clear error for unknown ones."""
+    known = lessons(root)
+    if not names:
+        return known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ToolError(f"unknown lesson(s) {', '.join(unknown)}; known: {', '.join(known) or 'none'}")
+    return names
+
+
+def nbgrader(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
+    """Run one nbgrader command in course directory `cwd` with this interpreter's nbgrader."""
+    env = dict(os.environ)
+    # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    if not quiet:
+        sys.stdout.write(proc.stdout)
+    return proc
+
+
+def scratch_course(root: Path, lesson_names: list[str]) -> Path:
+    """A throwaway copy of the course directory (config + chosen sources) to build and grade in."""
+    tmp = Path(tempfile.mkdtemp(prefix="course-check-"))
+    shutil.copy2(Path(root) / "nbgrader_config.py", tmp / "nbgrader_config.py")
+    for name in lesson_names:
+        shutil.copytree(Path(root) / "source" / name, tmp / "source" / name,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    return tmp
+
+
+# --- notebooks -----------------------------------------------------------------------------
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def graded_cells(nb) -> list[str]:
+    return [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("grade")]
+
+
+def strip_markers(source: str) -> str:
+    """Reference solution as a student would type it: the solution markers removed."""
+    return "\n".join(l for l in source.splitlines() if l.strip() not in (BEGIN_SOLUTION, END_SOLUTION))
+
+
+def submission_from(release_nb, reference_nb, overrides: dict[str, str]):
+    """A submission built on the release: each solution cell takes `overrides[grade_id]` if given,
+    else the reference solution. Unknown grade ids are an error (a typo would test nothing)."""
+    reference = {nbgrader_meta(c).get("grade_id"): c.source for c in reference_nb.cells if nbgrader_meta(c).get("solution")}
+    unknown = set(overrides) - set(reference)
+    if unknown:
+        raise ToolError(f"no solution cell named {', '.join(sorted(unknown))}; solution cells: {', '.join(reference)}")
+    nb = nbformat.reads(nbformat.writes(release_nb), as_version=4)
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("solution"):
+            gid = meta["grade_id"]
+            cell.source = overrides[gid] if gid in overrides else strip_markers(reference[gid])
+    return nb
+
+
+# --- gradebook -----------------------------------------------------------------------------
+
+@dataclass
+class CellScore:
+    lesson: str
+    student: str
+    cell: str
+    score: float
+    max_score: float
+
+
+def read_scores(course: Path, lesson_names: list[str] | None = None) -> list[CellScore]:
+    """Every graded cell's score for every submission in the course's gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    db = Path(course) / "gradebook.db"
+    if not db.exists():
+        return []
+    rows: list[CellScore] = []
+    with Gradebook(f"sqlite:///{db}") as gb:
+        for assignment in gb.assignments:
+            if lesson_names is not None and assignment.name not in lesson_names:
+                continue
+            for sub in assignment.submissions:
+                for nb in sub.notebooks:
+                    for grade in nb.grades:
+                        try:
+                            score = grade.score
+                        except MissingEntry:
+                            score = 0.0
+                        rows.append(CellScore(assignment.name, sub.student.id, grade.name,
+                                              float(score or 0.0), float(grade.max_score)))
+    rows.sort(key=lambda r: (r.lesson, r.student))
+    return rows
+
+
+def score_table(rows: list[CellScore]) -> str:
+    """Cells down, students across; a total line per lesson."""
+    if not rows:
+        return "(no graded submissions)"
+    students = sorted({r.student for r in rows})
+    by_key = {(r.lesson, r.cell, r.student): r for r in rows}
+    cells: list[tuple[str, str]] = []
+    for r in rows:
+        if (r.lesson, r.cell) not in cells:
+            cells.append((r.lesson, r.cell))
+    width = max(len(f"{l}/{c}") for l, c in cells) + 2
+    col = max(12, *(len(s) + 2 for s in students))
+    lines = ["cell".ljust(width) + "".join(s.rjust(col) for s in students)]
+    for lesson in dict.fromkeys(l for l, _ in cells):
+        for l, c in (x for x in cells if x[0] == lesson):
+            entries = []
+            for s in students:
+                r = by_key.get((l, c, s))
+                entries.append((f"{r.score:g}/{r.max_score:g}" if r else "-").rjust(col))
+            lines.append(f"{l}/{c}".ljust(width) + "".join(entries))
+        totals = []
+        for s in students:
+            mine = [r for r in rows if r.lesson == lesson and r.student == s]
+            totals.append((f"{sum(r.score for r in mine):g}/{sum(r.max_score for r in mine):g}" if mine else "-").rjust(col))
+        lines.append(f"{lesson} TOTAL".ljust(width) + "".join(totals))
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""The course end to end: build the release, submit three sample students, grade, print scores.
+
+    python -m utils.demo
+
+Students: the reference solution (full marks expected), the untouched release (zero expected) and
+one with a plausible mistake in each exercise (in between). Other students' folders in
+submitted/ are left alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+
+import nbformat
+
+from utils.build import build
+from utils.check import REFERENCE, RELEASE
+from utils.coursedir import REPO, ToolError, lessons, read_scores, source_notebook
+from utils.grade import grade
+from utils.samples_io import load_samples, sample_submission
+
+MISTAKEN = "plausible-mistakes"
+
+
+def place_samples(root=REPO) -> None:
+    for lesson in lessons(root):
+        src = source_notebook(root, lesson)
+        mistakes, _ = load_samples(lesson)
+        notebooks = {
+            REFERENCE: nbformat.read(str(src), as_version=4),
+            RELEASE: nbformat.read(str(root / "release" / lesson / src.name), as_version=4),
+        }
+        if mistakes:
+            notebooks[MISTAKEN] = sample_submission(root, lesson, mistakes)
+        for student, nb in notebooks.items():
+            dest = root / "submitted" / student / lesson
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir(parents=True)
+            nbformat.write(nb, str(dest / src.name))
+            print(f"placed submitted/{student}/{lesson}/{src.name}")
+
+
+def main() -> int:
+    start = time.perf_counter()
+    try:
+        build(REPO)
+        place_samples(REPO)
+        table, problems = grade(REPO)
+    except ToolError as err:
+        print(f"demo failed: {err}", file=sys.stderr)
+        return 1
+    print()
+    print(table)
+    rows = read_scores(REPO)
+    for lesson in lessons(REPO):
+        def total(student):
+            mine = [r for r in rows if r.lesson == lesson and r.student == student]
+            return sum(r.score for r in mine), sum(r.max_score for r in mine), bool(mine)
+
+        ref, rel, mis = total(REFERENCE), total(RELEASE), total(MISTAKEN)
+        if not ref[2] or ref[0] != ref[1]:
+            problems.append(f"{lesson}: the reference solution did not get full marks")
+        if not rel[2] or rel[0] != 0:
+            problems.append(f"{lesson}: the untouched release did not score zero")
+        if mis[2] and not 0 < mis[0] < mis[1]:
+            problems.append(f"{lesson}: the mistaken submission scored {mis[0]:g}/{mis[1]:g}, not in between")
+    for p in problems:
+        print(f"FAIL {p}")
+    print(f"demo finished in {time.perf_counter() - start:.0f} s: "
+          f"{'all as expected' if not problems else f'{len(problems)} problem(s)'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sample answers per lesson: MISTAKES (plausible wrong cells) and VARIANTS (other correct solutions)."""
