@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: env demo test build check grade bench lab lab-instructor clean
+.PHONY: env system-deps demo test build check grade bench lab lab-instructor clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +18,10 @@ env: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m utils.demo
 
-test: $(STAMP)
+system-deps:
+	@bash utils/system_deps.sh
+
+test: $(STAMP) system-deps
 	$(PY) -m pytest
 
 build: $(STAMP)
