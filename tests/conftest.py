@@ -1,0 +1,47 @@
+"""Shared fixtures: a small fabricated lesson for testing the instructor tools quickly."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from utils import nbauthor as nb
+from utils.coursedir import REPO, nbgrader
+
+SYNTH = "00_synthetic"
+
+
+def synthetic_cells(test_body: str | None = None, quiz_hidden: str | None = None) -> list:
+    """A lesson with one function exercise and one quiz question, shaped like the real ones."""
+    return [
+        nb.md("# A synthetic lesson\nSquares and a quiz.", "intro"),
+        nb.readonly("setup", "import math\nfrom course.checks import check_close\nfrom course.quiz import check_choice"),
+        nb.solution("square", "def square(x):\n    ### BEGIN SOLUTION\n    if x != x:\n"
+                               "        raise ValueError('x is NaN')\n    return x * x\n    ### END SOLUTION"),
+        nb.tests("square_test", 2, test_body or (
+            "check_close('square(3)', square(3), 9.0)\n"
+            "### BEGIN HIDDEN TESTS\n"
+            "assert math.isclose(square(1.5), 2.25, rel_tol=1e-9)\n"
+            "### END HIDDEN TESTS")),
+        nb.solution("quiz_q1", "### BEGIN SOLUTION\nq1 = 'c'\n### END SOLUTION"),
+        nb.tests("quiz_q1_test", 1, "check_choice('q1', q1, 'abcd')\n"
+                 + (quiz_hidden or "### BEGIN HIDDEN TESTS\nassert q1.strip().lower() == 'c', 'q1 is not right'\n"
+                                   "### END HIDDEN TESTS")),
+    ]
+
+
+def make_course(root: Path, cells: list) -> Path:
+    """A course directory at `root` with the synthetic lesson in source/ and its release built."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    (root / "course").mkdir(exist_ok=True)
+    nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)
+    nbgrader(["generate_assignment", SYNTH, "--force"], cwd=root)
+    return root
+
+
+@pytest.fixture
+def synthetic_course(tmp_path: Path) -> Path:
+    return make_course(tmp_path / "course-root", synthetic_cells())

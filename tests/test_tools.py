@@ -1,0 +1,81 @@
+"""The instructor tools on a small fabricated lesson: the check must catch what it promises."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from conftest import SYNTH, make_course, synthetic_cells
+from utils import nbauthor as nb
+from utils.check import REFERENCE, RELEASE, check_lesson, leaks, secret_lines
+from utils.coursedir import ToolError, resolve_lessons, score_table, CellScore, strip_markers, submission_from
+
+pytestmark = pytest.mark.slow
+
+
+def test_check_passes_a_sound_lesson(synthetic_course):
+    result = check_lesson(synthetic_course, SYNTH)
+    assert result.problems == []
+    assert result.total(REFERENCE) == (3, 3)
+    assert result.total(RELEASE) == (0, 3)
+
+
+def test_check_names_each_broken_cell(tmp_path):
+    root = make_course(tmp_path / "c", synthetic_cells())
+    # After the release was built, break the source three ways:
+    cells = synthetic_cells(
+        # a test cell that passes on the stub (it cannot fail)...
+        test_body="### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS",
+        # ...a quiz test that fails even on the reference...
+        quiz_hidden="### BEGIN HIDDEN TESTS\nassert q1 == 'a'\n### END HIDDEN TESTS",
+    )
+    nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)  # ...and release/ is now stale
+    problems = "\n".join(check_lesson(root, SYNTH).problems)
+    assert "'square_test' passes on the untouched release" in problems
+    assert "'quiz_q1_test' gives the reference solution 0/1" in problems
+    assert f"release/{SYNTH} differs from a fresh build" in problems
+
+
+def test_leak_scan_finds_solution_and_hidden_lines(synthetic_course):
+    assert leaks(synthetic_course, SYNTH) == []
+    (synthetic_course / "course" / "answers.py").write_text(
+        "def square(x):\n    return x * x\n\nassert q1.strip().lower() == 'c', 'q1 is not right'\n")
+    found = "\n".join(leaks(synthetic_course, SYNTH))
+    assert "course/answers.py (line 4)" in found and "'quiz_q1_test'" in found
+    # a 12-character line like 'return x * x' counts; shorter ones are too generic to search for
+    assert "(line 2)" in found
+
+
+def test_secret_lines_skip_what_students_see_anyway():
+    cells = synthetic_cells()
+    cells.insert(1, nb.md("In the text we show `if x != x:` on purpose."))
+    cells.insert(1, nb.code("if x != x:"))
+    secret, public = secret_lines(nb.notebook(cells))
+    assert "if x != x:" not in secret
+    assert "raise ValueError('x is NaN')" in secret
+
+
+def test_submission_from_fills_reference_and_rejects_unknown_cells(synthetic_course):
+    src = nbformat.read(str(synthetic_course / "source" / SYNTH / "synthetic.ipynb"), as_version=4)
+    rel = nbformat.read(str(synthetic_course / "release" / SYNTH / "synthetic.ipynb"), as_version=4)
+    sub = submission_from(rel, src, {"quiz_q1": "q1 = 'a'"})
+    sources = {c.metadata["nbgrader"]["grade_id"]: c.source for c in sub.cells if "nbgrader" in c.metadata}
+    assert sources["quiz_q1"] == "q1 = 'a'"
+    assert "BEGIN SOLUTION" not in sources["square"] and "return x * x" in sources["square"]
+    with pytest.raises(ToolError, match="no solution cell named sqaure"):
+        submission_from(rel, src, {"sqaure": "pass"})
+
+
+def test_strip_markers():
+    assert strip_markers("a\n    ### BEGIN SOLUTION\nb\n### END SOLUTION") == "a\nb"
+
+
+def test_unknown_lesson_is_named(synthetic_course):
+    with pytest.raises(ToolError, match="99_nope"):
+        resolve_lessons(["99_nope"], synthetic_course)
+
+
+def test_score_table_has_cells_down_and_students_across():
+    rows = [CellScore("L", "ann", "c1", 1, 2), CellScore("L", "bob", "c1", 2, 2)]
+    table = score_table(rows)
+    assert "ann" in table.splitlines()[0] and "L/c1" in table and "L TOTAL" in table and "2/2" in table
