@@ -1,0 +1,141 @@
+"""Stand-ins for a clock, an accelerator and a model, to check timing code without timing anything.
+
+A real measurement depends on the machine; these do not. FakeDevice behaves like a GPU as far
+as a timer can tell: work is *queued* by a call and the clock only moves when you synchronize,
+so a timer that forgets to wait reads the launch, not the work. Every clock read, wait and call
+is logged in FakeDevice.events, in order.
+
+    dev = FakeDevice()
+    fn = dev.work([0.5, 0.25])      # a function whose calls queue 0.5 s, then 0.25 s of work
+    fn(); dev.clock()               # -> 0.0: nothing has waited for the work yet
+    dev.synchronize(); dev.clock()  # -> 0.5
+
+RecordingModel has the interface of course.toy_model.ToyTransformer (new_cache, prefill, decode,
+logits_no_cache), queues a fixed time per call on a FakeDevice, and records every call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+
+
+class FakeDevice:
+    """An accelerator whose clock advances only when the host waits for queued work."""
+
+    def __init__(self, start_s: float = 0.0):
+        self.now_s = float(start_s)  # what clock() returns
+        self.queued_s = 0.0  # work launched but not yet waited for
+        self.events: list[str] = []  # "clock", "sync", or the label of each call, in order
+
+    def clock(self) -> float:
+        """Read the time (seconds); use in place of time.perf_counter."""
+        self.events.append("clock")
+        return self.now_s
+
+    def synchronize(self) -> None:
+        """Wait for every queued piece of work; use in place of course.device.synchronize."""
+        self.events.append("sync")
+        self.now_s += self.queued_s
+        self.queued_s = 0.0
+
+    def launch(self, seconds: float, label: str = "call") -> None:
+        """Queue `seconds` of work, as an asynchronous kernel launch does."""
+        self.events.append(label)
+        self.queued_s += seconds
+
+    def work(self, durations: Sequence[float], label: str = "call") -> Callable[[], None]:
+        """A function whose n-th call queues durations[n] seconds of work (error past the end)."""
+        remaining = list(durations)
+
+        def fn() -> None:
+            if not remaining:
+                raise RuntimeError(f"called more than the {len(durations)} times planned")
+            self.launch(remaining.pop(0), label)
+
+        return fn
+
+    def clock_reads_waited(self) -> bool:
+        """True when no call was left unwaited-for at any clock read."""
+        pending = False
+        for event in self.events:
+            if event == "sync":
+                pending = False
+            elif event == "clock":
+                if pending:
+                    return False
+            else:
+                pending = True
+        return True
+
+
+@dataclass
+class FakeCache:
+    """What RecordingModel.new_cache hands out: it only counts positions."""
+
+    batch_size: int
+    max_seq_len: int
+    length: int = 0
+
+
+@dataclass
+class Call:
+    kind: str  # "prefill", "decode" or "no_cache"
+    tokens: list[list[int]]  # the token ids passed in, one list per sequence
+    cache: FakeCache | None
+
+
+@dataclass
+class RecordingModel:
+    """A model that takes `prefill_s` per prefill and `decode_s` per decode on `device`.
+
+    Its next token is a fixed function of the last token it was given, so a test can predict
+    every token of a greedy loop. `calls` records each call, in order."""
+
+    device: FakeDevice
+    prefill_s: float = 0.4
+    decode_s: float = 0.03
+    no_cache_s_per_token: float = 0.01
+    vocab_size: int = 50
+    calls: list[Call] = field(default_factory=list)
+    caches: list[FakeCache] = field(default_factory=list)
+
+    def next_token(self, token: int) -> int:
+        return (7 * token + 3) % self.vocab_size
+
+    def _logits(self, last: torch.Tensor) -> torch.Tensor:
+        """(B, V) logits whose argmax is next_token of each sequence's last token."""
+        rows = [self.next_token(int(t)) for t in last.tolist()]
+        logits = torch.zeros(len(rows), self.vocab_size)
+        logits[torch.arange(len(rows)), torch.tensor(rows)] = 1.0
+        return logits
+
+    def new_cache(self, batch_size: int, max_seq_len: int) -> FakeCache:
+        cache = FakeCache(batch_size, max_seq_len)
+        self.caches.append(cache)
+        return cache
+
+    def prefill(self, idx: torch.Tensor, cache: FakeCache) -> torch.Tensor:
+        self._record("prefill", idx, cache, self.prefill_s)
+        return self._logits(idx[:, -1])
+
+    def decode(self, token: torch.Tensor, cache: FakeCache) -> torch.Tensor:
+        self._record("decode", token, cache, self.decode_s)
+        return self._logits(token[:, -1])
+
+    def logits_no_cache(self, idx: torch.Tensor) -> torch.Tensor:
+        self._record("no_cache", idx, None, self.no_cache_s_per_token * idx.shape[1])
+        return self._logits(idx[:, -1])
+
+    def _record(self, kind: str, idx: torch.Tensor, cache: FakeCache | None, seconds: float) -> None:
+        if not isinstance(idx, torch.Tensor) or idx.ndim != 2:
+            raise TypeError(f"{kind}: expected a (B, T) tensor of token ids, got {idx!r}")
+        self.calls.append(Call(kind, idx.tolist(), cache))
+        if cache is not None:
+            cache.length += idx.shape[1]
+            if cache.length > cache.max_seq_len:
+                raise ValueError(f"{kind}: the cache holds {cache.max_seq_len} positions, "
+                                 f"{cache.length} were written")
+        self.device.launch(seconds, kind)

@@ -1,0 +1,286 @@
+"""A toy decoder-only transformer to time prefill and decode on (lesson 3).
+
+Llama-shaped and written to be read top to bottom: RMSNorm, attention with rotary positions and
+optional grouped key/value heads (GQA), a gated (SwiGLU) MLP. As in gpt-fast, one
+``forward(idx, input_pos, cache)`` serves both phases of a request:
+
+    prefill  the whole prompt in one pass; its keys and values are written into the cache;
+    decode   one token per pass; it attends over everything the cache holds.
+
+The KV cache is preallocated for the whole request and updated in place, never reallocated.
+Weights are random, drawn from a seed: the tokens it generates are gibberish, but every matrix
+has the shape of a real model's, so the time it takes is real. Nothing is downloaded.
+
+Shapes in comments: B batch, T tokens in this pass, S cache slots (max_seq_len), d d_model,
+nh query heads, nkv key/value heads, hd head_dim, V vocab_size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
+
+from course.models import ModelConfig, get_model_config
+
+
+@dataclass
+class KVCache:
+    """Keys and values of every layer, preallocated for a whole request and written in place."""
+
+    k: torch.Tensor  # (n_layers, B, nkv, S, hd)
+    v: torch.Tensor  # (n_layers, B, nkv, S, hd)
+    length: int = 0  # positions written so far: prompt tokens plus decoded tokens
+
+    @property
+    def batch_size(self) -> int:
+        return self.k.shape[1]
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.k.shape[3]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the cache occupies. Decode attends over every slot, so it also reads all of them."""
+        return self.k.nbytes + self.v.nbytes
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight, computed in fp32 whatever the model's dtype."""
+
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return normed.type_as(x) * self.weight
+
+
+def rope_angles(input_pos: torch.Tensor, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the rotary angles at these positions, each (T, hd/2)."""
+    inv_freq = base ** -(torch.arange(0, head_dim, 2, device=input_pos.device, dtype=torch.float32) / head_dim)
+    angles = input_pos.float()[:, None] * inv_freq[None, :]  # (T, hd/2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x1, x2) of each head's halves by the position's angles; x is (B, h, T, hd)."""
+    x1, x2 = x.float().chunk(2, dim=-1)  # (B, h, T, hd/2) each
+    rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (B, h, T, hd)
+    return rotated.type_as(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        # q, k and v come out of one matmul (one weight read, one kernel), as in gpt-fast.
+        self.wqkv = nn.Linear(cfg.d_model, (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim, bias=False)
+        self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor,
+                input_pos: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+        B, T, _ = x.shape
+        nh, nkv, hd = self.n_heads, self.n_kv_heads, self.head_dim
+        q, k, v = self.wqkv(x).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
+        q = q.view(B, T, nh, hd).transpose(1, 2)  # (B, nh, T, hd)
+        k = k.view(B, T, nkv, hd).transpose(1, 2)  # (B, nkv, T, hd)
+        v = v.view(B, T, nkv, hd).transpose(1, 2)  # (B, nkv, T, hd)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if kv is not None:
+            k_cache, v_cache = kv  # (B, nkv, S, hd) each: this layer's slice of the cache
+            k_cache[:, :, input_pos] = k  # write this pass's keys and values in place
+            v_cache[:, :, input_pos] = v
+            k, v = k_cache, v_cache  # attend over every slot; the mask hides those not written yet
+        # Each group of nh/nkv query heads shares one key/value head (enable_gqa).
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=nkv != nh)  # (B, nh, T, hd)
+        y = y.transpose(1, 2).reshape(B, T, nh * hd)  # (B, T, nh*hd)
+        return self.wo(y)  # (B, T, d)
+
+
+class GatedMLP(nn.Module):
+    """SwiGLU: w2(silu(w1 x) * w3 x)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.w1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.w3 = nn.Linear(cfg.d_model, cfg.d_ff, bias=False)
+        self.w2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))  # (B, T, d_ff) inside, (B, T, d) out
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.attention_norm = RMSNorm(cfg.d_model)
+        self.attention = Attention(cfg)
+        self.ffn_norm = RMSNorm(cfg.d_model)
+        self.feed_forward = GatedMLP(cfg)
+
+    def forward(self, x, cos, sin, mask, input_pos, kv):
+        x = x + self.attention(self.attention_norm(x), cos, sin, mask, input_pos, kv)
+        return x + self.feed_forward(self.ffn_norm(x))
+
+
+class ToyTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        if cfg.tied_embeddings or not cfg.gated_mlp:
+            raise ValueError(f"{cfg.name}: the toy model has untied embeddings and a gated MLP")
+        if cfg.head_dim % 2:
+            raise ValueError(f"{cfg.name}: rotary positions need an even head_dim, got {cfg.head_dim}")
+        self.config = cfg
+        self.tok_embeddings = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.d_model)
+        self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+
+    def forward(self, idx: torch.Tensor, input_pos: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Logits (B, T, V) for tokens idx (B, T) at positions input_pos (T,).
+
+        With a cache, the pass writes its keys and values at input_pos and attends over the whole
+        cache; without one, it attends only among the tokens of idx (one full, causal pass).
+        """
+        x = self.tok_embeddings(idx)  # (B, T, d)
+        cos, sin = rope_angles(input_pos, self.config.head_dim)  # (T, hd/2) each
+        key_pos = input_pos if cache is None else torch.arange(cache.max_seq_len, device=idx.device)
+        mask = key_pos[None, :] <= input_pos[:, None]  # (T, S): a query sees keys at or before it
+        for i, layer in enumerate(self.layers):
+            kv = None if cache is None else (cache.k[i], cache.v[i])
+            x = layer(x, cos, sin, mask, input_pos, kv)
+        return self.output(self.norm(x))  # (B, T, V)
+
+    # --- the two phases, and the cache they share ------------------------------------------
+
+    def new_cache(self, batch_size: int, max_seq_len: int) -> KVCache:
+        """An empty cache with room for max_seq_len positions of batch_size sequences."""
+        for name, value in (("batch_size", batch_size), ("max_seq_len", max_seq_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        cfg, weight = self.config, self.output.weight
+        shape = (cfg.n_layers, batch_size, cfg.n_kv_heads, max_seq_len, cfg.head_dim)
+        return KVCache(torch.zeros(shape, device=weight.device, dtype=weight.dtype),
+                       torch.zeros(shape, device=weight.device, dtype=weight.dtype))
+
+    @torch.inference_mode()
+    def prefill(self, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Run the whole prompt idx (B, T) through the model in one pass; fill the cache.
+
+        Returns the logits (B, V) of the token that follows the prompt."""
+        input_pos = self._next_positions(idx, cache)  # (T,)
+        logits = self(idx, input_pos, cache)  # (B, T, V)
+        cache.length += idx.shape[1]
+        return logits[:, -1]
+
+    @torch.inference_mode()
+    def decode(self, token: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """Run one new token (B, 1) per sequence through the model, reading the cache.
+
+        Returns the logits (B, V) of the token after it."""
+        if token.ndim != 2 or token.shape[1] != 1:
+            raise ValueError(f"token must have shape (B, 1), one new token per sequence; got {tuple(token.shape)}")
+        input_pos = self._next_positions(token, cache)  # (1,)
+        logits = self(token, input_pos, cache)  # (B, 1, V)
+        cache.length += 1
+        return logits[:, -1]
+
+    @torch.inference_mode()
+    def logits_no_cache(self, idx: torch.Tensor) -> torch.Tensor:
+        """Logits (B, V) of the token after idx (B, T), recomputed over all of idx: no cache."""
+        self._check_tokens(idx)
+        input_pos = torch.arange(idx.shape[1], device=idx.device)  # (T,)
+        return self(idx, input_pos)[:, -1]
+
+    def _check_tokens(self, idx: torch.Tensor) -> None:
+        if not isinstance(idx, torch.Tensor) or idx.ndim != 2 or idx.shape[1] == 0:
+            shape = tuple(idx.shape) if isinstance(idx, torch.Tensor) else type(idx).__name__
+            raise ValueError(f"tokens must be a (B, T) tensor of token ids with T >= 1; got {shape}")
+
+    def _next_positions(self, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        self._check_tokens(idx)
+        B, T = idx.shape
+        if B != cache.batch_size:
+            raise ValueError(f"tokens have batch {B}, the cache was made for batch {cache.batch_size}")
+        if cache.length + T > cache.max_seq_len:
+            raise ValueError(f"the cache holds {cache.max_seq_len} positions; {cache.length} are used and "
+                             f"{T} more do not fit: make it with a larger max_seq_len")
+        # Positions are made on the device from host integers: no copy, no wait for the device.
+        return torch.arange(cache.length, cache.length + T, device=idx.device)
+
+    # --- sizes of the real module ----------------------------------------------------------
+
+    def weight_bytes(self) -> int:
+        """Bytes of every parameter."""
+        return sum(p.nbytes for p in self.parameters())
+
+    def decode_weight_bytes(self) -> int:
+        """Bytes of the weights one decode step reads: all but the embedding table, of which it
+        reads one row per token (gpt-fast counts "bandwidth achieved" the same way)."""
+        return self.weight_bytes() - self.tok_embeddings.weight.nbytes
+
+    @property
+    def device(self) -> torch.device:
+        return self.output.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.output.weight.dtype
+
+
+def build_model(config: ModelConfig | str, device: str | torch.device = "cpu",
+                dtype: torch.dtype = torch.float32, seed: int = 0) -> ToyTransformer:
+    """A ToyTransformer with weights drawn from `seed` (normal, std 0.02; norms at 1), in eval mode.
+
+    The module is laid out on the meta device first and its storage allocated once, directly
+    on `device` in `dtype`, so a multi-gigabyte GPU model never passes through host memory.
+    """
+    cfg = get_model_config(config) if isinstance(config, str) else config
+    device = torch.device(device)
+    with torch.device("meta"):
+        model = ToyTransformer(cfg)
+    model = model.to_empty(device=device).to(dtype)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            else:
+                p.normal_(0.0, 0.02, generator=generator)
+    return model.eval().requires_grad_(False)
+
+
+def narrower(config: ModelConfig, factor: int = 2) -> ModelConfig:
+    """The same model with every width divided by `factor`: as many layers, kernels and launches,
+    about factor**2 times fewer weight bytes. For telling launch overhead from bandwidth."""
+    for name in ("d_model", "n_heads", "n_kv_heads", "d_ff"):
+        if getattr(config, name) % factor:
+            raise ValueError(f"{config.name}: {name}={getattr(config, name)} is not divisible by {factor}")
+    return ModelConfig(f"{config.name}/{factor}-width", n_layers=config.n_layers,
+                       d_model=config.d_model // factor, n_heads=config.n_heads // factor,
+                       n_kv_heads=config.n_kv_heads // factor, d_ff=config.d_ff // factor,
+                       vocab_size=config.vocab_size, head_dim=config.head_dim,
+                       source=f"{config.name}, widths divided by {factor}")
+
+
+def _cpu_attention_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """FLOPs of the matmuls and attention that ``fn(*args, **kwargs)`` runs, as PyTorch's
+    FlopCounterMode counts them (a multiply-add is 2 FLOPs). Attention is counted over every key
+    it is given, masked or not. FlopCounterMode misses the CPU attention kernel; it is added here."""
+    cpu_attention = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    with FlopCounterMode(display=False, custom_mapping={cpu_attention: _cpu_attention_flops}) as counter:
+        fn(*args, **kwargs)
+    return counter.get_total_flops()
