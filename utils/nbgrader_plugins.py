@@ -1,0 +1,319 @@
+"""nbgrader preprocessors that keep grading fair when a submission misbehaves.
+
+nbgrader_config.py puts them into nbgrader's pipelines (`install(c)`), so `nbgrader autograde`,
+`nbgrader generate_feedback` and the formgrader all use them:
+
+  SafeExecute       Execute that survives a dead kernel (os._exit, a crash) and a kernel stuck in
+                    a loop that ignores the interrupt: it records an error in that cell, starts a
+                    fresh kernel, re-runs the cells before it and goes on, so the cells that worked
+                    keep their points instead of the whole submission failing.
+  LimitOutputSize   Caps the characters a cell's outputs keep (nbgrader's LimitOutput counts lines
+                    only, so one 50 MB line would reach the gradebook copy and the feedback HTML).
+  ForgiveStderr     nbgrader zeroes a graded cell that wrote anything to stderr; a correct answer
+                    that triggers a library warning must not lose its points. In a graded cell with
+                    no error output, stderr text is moved to stdout (kept visible, marked). A cell
+                    that raised still scores zero. Test cells in this course fail by raising.
+  HideHiddenTests   For feedback: removes the hidden-test regions from graded cells and withholds
+                    the traceback of an error raised inside one, so test banks can be reused.
+                    `--HideHiddenTests.enabled=False` shows them.
+
+Each logs what it did as one line `GRADING-EVENT {json}` for utils.grade to report per student.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import queue
+import re
+import time
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import ensure_async, run_sync
+from nbformat.notebooknode import NotebookNode
+from traitlets import Bool, Integer
+
+from nbgrader import utils as nbutils
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+
+EVENT = "GRADING-EVENT"
+BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _event(pp, resources, kind: str, **fields) -> None:
+    nbg = (resources or {}).get("nbgrader", {})
+    record = {"event": kind, "student": nbg.get("student"), "assignment": nbg.get("assignment"),
+              "notebook": nbg.get("notebook"), **fields}
+    pp.log.warning("%s %s", EVENT, json.dumps(record, sort_keys=True))
+
+
+def parse_events(log_text: str) -> list[dict]:
+    """The GRADING-EVENT records of an nbgrader log, in order."""
+    events = []
+    for line in log_text.splitlines():
+        at = line.find(EVENT + " {")
+        if at >= 0:
+            try:
+                events.append(json.loads(line[at + len(EVENT) + 1:]))
+            except ValueError:
+                pass
+    return events
+
+
+class SafeExecute(Execute):
+    """nbgrader's Execute, plus recovery from a dead or unresponsive kernel (see module doc)."""
+
+    max_restarts = Integer(3, help="Fresh kernels started for one notebook before the remaining "
+                                   "cells are marked as not run").tag(config=True)
+    probe_timeout = Integer(10, help="Seconds a kernel has to answer after a timed-out cell was "
+                                     "interrupted before it is replaced").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._failed_cells: set[int] = set()   # killed the kernel or hung it: never replayed
+        self._restarts = 0
+        self._gave_up = False
+        self._resources_ref = resources
+        return super().preprocess(nb, resources, km)
+
+    # -- one cell ------------------------------------------------------------------------------
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return super().preprocess_cell(cell, resources, index)
+        if self._gave_up:
+            cell.outputs = [self._error("NotRun", "not run: the kernel died or hung too often in "
+                                        "earlier cells of this notebook")]
+            return cell, self.resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            cell.outputs = list(cell.get("outputs", [])) + [self._error(
+                "DeadKernelError", "the kernel died while running this cell (os._exit, a signal "
+                "or a crash); the grader started a new kernel and re-ran the cells before it")]
+            _event(self, self._resources_ref, "kernel-died", cell=_grade_id(cell), index=index)
+            self._failed_cells.add(index)
+            self._recover(index)
+            return cell, self.resources
+        except CellTimeoutError:
+            # the reply came (interrupted) but the kernel went on producing no idle state: hung
+            cell.outputs = list(cell.get("outputs", []))
+            if not self._timed_out(cell):
+                cell.outputs.append(self._error(self.error_on_timeout.get("ename", "CellTimeoutError"),
+                                                f"no reply from the kernel within {self.timeout} s"))
+        if self._timed_out(cell):
+            _event(self, self._resources_ref, "timeout", cell=_grade_id(cell), index=index,
+                   seconds=self.timeout)
+            if not self._responsive():
+                _event(self, self._resources_ref, "kernel-unresponsive", cell=_grade_id(cell), index=index)
+                self._failed_cells.add(index)
+                self._recover(index)
+        return cell, self.resources
+
+    @staticmethod
+    def _error(ename: str, evalue: str) -> NotebookNode:
+        return NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                            traceback=[f"{ename}: {evalue}"])
+
+    def _timed_out(self, cell) -> bool:
+        name = self.error_on_timeout.get("ename", "CellTimeoutError")
+        return any(o.get("output_type") == "error" and o.get("ename") == name for o in cell.get("outputs", []))
+
+    def _responsive(self) -> bool:
+        """After an interrupt: does the kernel answer a trivial request in probe_timeout s?"""
+        try:
+            msg_id = run_sync(ensure_async)(self.kc.execute("", silent=True, store_history=False))
+            deadline = time.monotonic() + self.probe_timeout
+            while time.monotonic() < deadline:
+                try:
+                    msg = run_sync(self.kc.get_shell_msg)(timeout=max(0.1, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return True
+            return False
+        except Exception:  # noqa: BLE001 - a kernel we cannot even ask is not responsive
+            return False
+
+    # -- a fresh kernel --------------------------------------------------------------------------
+    def _fresh_kernel(self) -> None:
+        try:
+            if self.km is not None and run_sync(self.km.is_alive)():
+                run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception:  # noqa: BLE001 - already dead or half dead: start over regardless
+            pass
+        try:
+            if self.kc is not None:
+                run_sync(ensure_async)(self.kc.stop_channels())
+            if self.km is not None:
+                run_sync(self.km.cleanup_resources)()
+        except Exception:  # noqa: BLE001
+            pass
+        self.kc = None
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+
+    def _recover(self, failed_index: int) -> None:
+        """New kernel; re-run the earlier cells (outputs discarded) so later cells find the state."""
+        while self._restarts < self.max_restarts:
+            self._restarts += 1
+            self._fresh_kernel()
+            _event(self, self._resources_ref, "kernel-restarted", index=failed_index, restarts=self._restarts)
+            ok = True
+            for j in range(failed_index):
+                earlier = self.nb.cells[j]
+                if j in self._failed_cells or earlier.cell_type != "code" or not earlier.source.strip():
+                    continue
+                scratch = copy.deepcopy(earlier)
+                try:
+                    self.execute_cell(scratch, j, store_history=False)
+                except (DeadKernelError, CellTimeoutError):
+                    self._failed_cells.add(j)
+                    ok = False
+                    break
+                if self._timed_out(scratch) and not self._responsive():
+                    self._failed_cells.add(j)
+                    ok = False
+                    break
+            if ok:
+                return
+        self._gave_up = True
+        _event(self, self._resources_ref, "gave-up", index=failed_index, restarts=self._restarts)
+
+
+class LimitOutputSize(NbGraderPreprocessor):
+    """Cap the text a cell's outputs keep; drop oversized rich outputs (images, HTML)."""
+
+    max_chars = Integer(20000, help="Characters of stream text kept per cell (-1: no limit)").tag(config=True)
+    max_data_chars = Integer(2_000_000, help="Size of one rich output (base64 image, HTML) kept "
+                                             "(-1: no limit)").tag(config=True)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or self.max_chars < 0:
+            return cell, resources
+        used, dropped = 0, 0
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                text = out.get("text", "")
+                if isinstance(text, list):
+                    text = "".join(text)
+                room = max(0, self.max_chars - used)
+                if len(text) > room:
+                    dropped += len(text) - room
+                    text = text[:room] + f"\n... output truncated by the grader ({len(text) - room} characters cut) ...\n"
+                used += len(text)
+                out["text"] = text
+            elif out.get("output_type") in ("display_data", "execute_result") and self.max_data_chars >= 0:
+                data = out.get("data", {})
+                for mime in list(data):
+                    size = len(data[mime]) if isinstance(data[mime], str) else len(json.dumps(data[mime]))
+                    if size > self.max_data_chars:
+                        dropped += size
+                        data[mime] = (f"[{mime} output of {size} characters removed by the grader]"
+                                      if mime == "text/plain" else None)
+                        if data[mime] is None:
+                            del data[mime]
+                if not data:
+                    out["data"] = {"text/plain": "[output removed by the grader: too large]"}
+        if dropped:
+            _event(self, resources, "output-truncated", cell=_grade_id(cell), index=index, characters=dropped)
+        return cell, resources
+
+
+class ForgiveStderr(NbGraderPreprocessor):
+    """In a graded cell that raised nothing, move stderr text to stdout so it costs no points."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not nbutils.is_grade(cell):
+            return cell, resources
+        outputs = cell.get("outputs", [])
+        if any(o.get("output_type") == "error" for o in outputs):
+            return cell, resources
+        moved = False
+        for out in outputs:
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                out["name"] = "stdout"
+                text = out.get("text", "")
+                text = "".join(text) if isinstance(text, list) else text
+                out["text"] = "[stderr] " + text
+                moved = True
+        if moved:
+            _event(self, resources, "stderr-forgiven", cell=_grade_id(cell), index=index)
+        return cell, resources
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """Feedback without hidden tests: their source is cut from graded cells, and an error raised
+    inside them shows only its type. Disable (`--HideHiddenTests.enabled=False`) to show them."""
+
+    placeholder = "# (hidden tests are not shown)"
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or BEGIN_HIDDEN not in cell.source:
+            return cell, resources
+        lines = cell.source.split("\n")
+        hidden_rows: set[int] = set()   # 1-based line numbers inside a hidden region, markers included
+        kept, inside = [], False
+        for number, line in enumerate(lines, 1):
+            if BEGIN_HIDDEN in line:
+                inside = True
+                hidden_rows.add(number)
+                kept.append(line[: len(line) - len(line.lstrip())] + self.placeholder)
+                continue
+            if END_HIDDEN in line:
+                inside = False
+                hidden_rows.add(number)
+                continue
+            if inside:
+                hidden_rows.add(number)
+            else:
+                kept.append(line)
+        hidden_text = [l.strip() for n, l in enumerate(lines, 1) if n in hidden_rows and len(l.strip()) > 3]
+        cell.source = "\n".join(kept)
+        for out in cell.get("outputs", []):
+            if out.get("output_type") != "error":
+                continue
+            row = _raising_row(out.get("traceback", []))
+            plain_tb = _ANSI.sub("", "\n".join(out.get("traceback", [])))
+            in_hidden = (row in hidden_rows) if row is not None else any(t in plain_tb for t in hidden_text)
+            if in_hidden:
+                out["evalue"] = "raised by a hidden test (the test is not shown)"
+            out["traceback"] = [f"{out.get('ename', 'Error')}: {out.get('evalue', '')}"]
+        return cell, resources
+
+
+def _raising_row(traceback: list[str]) -> int | None:
+    """The cell line (1-based) IPython's traceback points at in the cell's own frame."""
+    for chunk in traceback:
+        plain = _ANSI.sub("", chunk)
+        if "Cell In[" in plain or "<ipython-input" in plain:
+            m = re.search(r"^-+>\s*(\d+)", plain, re.M)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def install(c) -> None:
+    """Put the plugins into nbgrader's pipelines in config `c` (keeps nbgrader's own steps)."""
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.converters.generate_feedback import GenerateFeedback
+    from nbgrader.preprocessors import LimitOutput, SaveAutoGrades
+
+    pipeline = []
+    for pp in Autograde.class_traits()["autograde_preprocessors"].default():
+        if pp is Execute:
+            pp = SafeExecute
+        if pp is LimitOutput:
+            pipeline.append(LimitOutputSize)
+        if pp is SaveAutoGrades:
+            pipeline.append(ForgiveStderr)
+        pipeline.append(pp)
+    c.Autograde.autograde_preprocessors = pipeline
+
+    feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())
+    feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header
+    c.GenerateFeedback.preprocessors = feedback
