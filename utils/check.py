@@ -144,7 +144,9 @@ def secret_lines(nb) -> tuple[dict[str, str], set[str]]:
                 continue
             norm = _norm(line)
             if inside or whole_cell_secret:
-                if len(norm) >= MIN_SECRET_LEN and not norm.startswith("#"):
+                # Block headers ("except ValueError as err:", "for i in range(n):") carry no
+                # answer and turn up in any Python file; comments neither.
+                if len(norm) >= MIN_SECRET_LEN and not norm.startswith("#") and not norm.endswith(":"):
                     secret.setdefault(norm, gid)
             else:
                 public.add(norm)
