@@ -1,0 +1,374 @@
+"""Browser tests: the course in JupyterLab with nbgrader, driven in Debian's headless Chromium.
+
+Each test module starts its own JupyterLab on loopback (a free port, a random token) with a
+temporary HOME, Jupyter config, data, runtime and IPython dirs, so nothing of this machine's
+Jupyter setup leaks in; the lab extensions still come from the environment (sys.prefix). The
+servers serve temporary copies of the course, never the repository. Playwright for Python drives
+/usr/bin/chromium (Playwright's own browser download does not work here).
+
+Run alone:  .venv/bin/python -m pytest tests/browser      (docs/browser-tests.md)
+Screenshots go to artifacts/browser/ (BROWSER_ARTIFACTS overrides); a failing test names the step
+that failed and leaves <test>-FAILED.png and <test>-server.log there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("BROWSER_ARTIFACTS", REPO / "artifacts" / "browser"))
+CHROMIUM = "/usr/bin/chromium"
+# Flags this closed network needs (see /work/.library/env/machines/python.md): without the
+# background-networking ones Chromium's own connection attempts are refused, many at a time.
+# Playwright adds a fresh temporary --user-data-dir to every launch by itself.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+COURSE_ID = "prefill-decode"  # as in nbgrader_config.py
+LESSON_1 = "01_two_phases"
+STANDIN = "00_browser_standin"
+SERVER_START_S = 120  # a loaded 2-core machine; JupyterLab usually answers within 10 s
+UI_TIMEOUT_MS = 60_000  # default for every wait in the browser
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: drives JupyterLab in headless Chromium (tests/browser)")
+
+
+# --- the course the servers serve ------------------------------------------------------------
+
+@dataclass
+class Lesson:
+    name: str
+    release_nb: Path  # inside the temporary course copy
+    source_nb: Path
+    standin: bool  # True: a fabricated lesson, because lesson 1 is not written yet
+
+
+def standin_cells() -> list:
+    """A small lesson shaped like lesson 1: two exercises, graded tests and a bar chart of both."""
+    from utils import nbauthor as nb
+
+    return [
+        nb.md("# Two phases (browser-test stand-in)\nUsed by tests/browser until "
+              f"source/{LESSON_1} exists.", "intro"),
+        nb.readonly("setup", "import math\nimport matplotlib.pyplot as plt\n"
+                             "from course.checks import check_equal\n"
+                             "from course.plotting import PHASE_COLORS, use_course_style\nuse_course_style()"),
+        nb.md("## Exercise 1: prefill passes\nOne forward pass over the whole prompt. Raise "
+              "`ValueError` for a negative `prompt_tokens`."),
+        nb.solution("prefill_passes", "def prefill_passes(prompt_tokens):\n    ### BEGIN SOLUTION\n"
+                    "    if prompt_tokens < 0:\n        raise ValueError('prompt_tokens must be >= 0')\n"
+                    "    return 1 if prompt_tokens else 0\n    ### END SOLUTION"),
+        nb.tests("prefill_passes_test", 1, "check_equal('prefill_passes(512)', prefill_passes(512), 1)\n"
+                 "### BEGIN HIDDEN TESTS\nassert prefill_passes(0) == 0\n### END HIDDEN TESTS"),
+        nb.md("## Exercise 2: decode passes\nOne forward pass per generated token."),
+        nb.solution("decode_passes", "def decode_passes(new_tokens):\n    ### BEGIN SOLUTION\n"
+                    "    if new_tokens < 0:\n        raise ValueError('new_tokens must be >= 0')\n"
+                    "    return new_tokens\n    ### END SOLUTION"),
+        nb.tests("decode_passes_test", 1, "check_equal('decode_passes(128)', decode_passes(128), 128)\n"
+                 "### BEGIN HIDDEN TESTS\nassert decode_passes(3) == 3\n### END HIDDEN TESTS"),
+        nb.readonly("plot", "fig, ax = plt.subplots()\n"
+                            "ax.bar(['prefill', 'decode'], [prefill_passes(512), decode_passes(128)],\n"
+                            "       color=[PHASE_COLORS['prefill'], PHASE_COLORS['decode']])\n"
+                            "ax.set_ylabel('forward passes')\nax.set_title('512-token prompt, 128 new tokens')\n"
+                            "plt.show()"),
+    ]
+
+
+def _nbgrader(args: list[str], cwd: Path) -> None:
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+
+
+@pytest.fixture(scope="session")
+def course_copy(tmp_path_factory) -> tuple[Path, Lesson]:
+    """A temporary copy of the course directory (config, source/, release/) and its gradebook.
+
+    Lesson 1 is the real one when source/01_two_phases holds a notebook (its release from
+    release/ when built, else built here); until then a fabricated stand-in lesson takes its place.
+    """
+    from nbgrader.api import Gradebook
+
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    for folder in ("source", "release"):
+        if (REPO / folder).is_dir():
+            shutil.copytree(REPO / folder, root / folder, ignore=skip)
+    (root / "source").mkdir(exist_ok=True)
+
+    sources = sorted((root / "source" / LESSON_1).glob("*.ipynb"))
+    if sources:
+        name, source_nb = LESSON_1, sources[0]
+    else:
+        from utils import nbauthor
+
+        name = STANDIN
+        source_nb = nbauthor.write(root / "source" / STANDIN / "two_phases.ipynb", standin_cells())
+    release_nb = root / "release" / name / source_nb.name
+    if not release_nb.exists():
+        _nbgrader(["generate_assignment", name, "--force"], cwd=root)
+
+    lessons = sorted(d.name for d in (root / "source").iterdir() if d.is_dir() and any(d.glob("*.ipynb")))
+    # The formgrader lists the gradebook's assignments. nbgrader runs `alembic` from PATH when it
+    # creates a gradebook: put this interpreter's bin folder first while it does.
+    path = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
+    try:
+        with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+            for lesson in lessons:
+                gb.update_or_create_assignment(lesson)
+    finally:
+        os.environ["PATH"] = path
+    return root, Lesson(name, release_nb, source_nb, standin=name == STANDIN)
+
+
+@pytest.fixture(scope="session")
+def course_lessons(course_copy) -> list[str]:
+    root, _ = course_copy
+    return sorted(d.name for d in (root / "source").iterdir() if d.is_dir() and any(d.glob("*.ipynb")))
+
+
+# --- JupyterLab servers ----------------------------------------------------------------------
+
+LAB_SETTINGS = {
+    # every cell stays in the DOM, so a test can find any cell and its outputs
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": '{"windowingMode": "none"}',
+    # no news or update checks: this network is closed and the toasts would cover the screenshots
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        '{"fetchNews": "false", "checkForUpdates": false}',
+}
+
+SERVER_CONFIG = """\
+c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
+c.LabApp.news_url = None
+c.ServerApp.terminals_enabled = False
+c.LanguageServerManager.autodetect = False
+"""
+
+
+@dataclass
+class LabServer:
+    url: str  # http://127.0.0.1:PORT
+    token: str
+    root: Path
+    log_path: Path
+    proc: subprocess.Popen
+
+    def lab_url(self, path: str = "") -> str:
+        """JupyterLab, opening `path` if given; `reset` starts from an empty workspace, not the
+        tabs an earlier test left open."""
+        return f"{self.url}/lab{'/tree/' + path if path else ''}?reset&token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _isolated_env(base: Path, nbgrader_config: str) -> dict:
+    """Environment for a server whose Jupyter and IPython dirs all live under `base`."""
+    home = base / "home"
+    dirs = {
+        "HOME": home,
+        "JUPYTER_CONFIG_DIR": home / ".jupyter",
+        "JUPYTER_DATA_DIR": home / ".local" / "share" / "jupyter",
+        "JUPYTER_RUNTIME_DIR": base / "runtime",
+        "IPYTHONDIR": home / ".ipython",
+        "JUPYTERLAB_SETTINGS_DIR": home / ".jupyter" / "lab" / "user-settings",
+        "JUPYTERLAB_WORKSPACES_DIR": home / ".jupyter" / "lab" / "workspaces",
+        "MPLCONFIGDIR": home / ".config" / "matplotlib",
+        "XDG_CACHE_HOME": home / ".cache",
+    }
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+    for rel, text in LAB_SETTINGS.items():
+        path = dirs["JUPYTERLAB_SETTINGS_DIR"] / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (dirs["JUPYTER_CONFIG_DIR"] / "jupyter_server_config.py").write_text(SERVER_CONFIG)
+    (dirs["JUPYTER_CONFIG_DIR"] / "nbgrader_config.py").write_text(nbgrader_config)
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("JUPYTER", "JPY", "IPYTHON", "MPL", "NBGRADER", "PYTEST_"))}
+    env.update({k: str(v) for k, v in dirs.items()})
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def start_lab(base: Path, root: Path, nbgrader_config: str) -> LabServer:
+    env = _isolated_env(base, nbgrader_config)
+    log_path = base / "server.log"
+    token = secrets.token_hex(24)
+    last_error = ""
+    for _ in range(3):  # a free port may be taken between looking and binding
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        log = open(log_path, "a")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+             "--ServerApp.allow_root=True"],  # CI and this machine run as root
+            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5) as r:
+                    if r.status == 200:
+                        return LabServer(url, token, root, log_path, proc)
+            except OSError:
+                time.sleep(0.5)
+        last_error = f"exit code {proc.poll()}" if proc.poll() is not None else f"no answer in {SERVER_START_S} s"
+        stop_lab(proc)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(log_path, ARTIFACTS / "server-start-FAILED.log")
+    raise RuntimeError(f"JupyterLab did not start ({last_error}); log: {ARTIFACTS / 'server-start-FAILED.log'}")
+
+
+def stop_lab(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()  # the server shuts its kernels down on SIGTERM
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def _course_nbgrader_config(exchange: Path) -> str:
+    """What a deployment installs for everyone: the course's nbgrader settings and its exchange."""
+    return (REPO / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
+
+
+@pytest.fixture(scope="module")
+def student_lab(course_copy, tmp_path_factory):
+    """A student's JupyterLab: home folder holding lesson 1 as fetched, the lesson in the exchange."""
+    course_root, lesson = course_copy
+    base = tmp_path_factory.mktemp("student")
+    exchange = base / "exchange"
+    # As `nbgrader release_assignment` lays it out (the Assignments panel lists it as released).
+    shutil.copytree(lesson.release_nb.parent, exchange / COURSE_ID / "outbound" / lesson.name)
+    home_root = base / "work"
+    shutil.copytree(lesson.release_nb.parent, home_root / lesson.name)
+    server = start_lab(base, home_root, _course_nbgrader_config(exchange))
+    yield server
+    stop_lab(server.proc)
+
+
+@pytest.fixture(scope="module")
+def instructor_lab(course_copy, tmp_path_factory):
+    """An instructor's JupyterLab rooted at the temporary course copy (formgrader, Create Assignment)."""
+    course_root, _ = course_copy
+    base = tmp_path_factory.mktemp("instructor")
+    (base / "exchange").mkdir()
+    server = start_lab(base, course_root, f"c.Exchange.root = {str(base / 'exchange')!r}\n")
+    yield server
+    stop_lab(server.proc)
+
+
+# --- the browser -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def chromium():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps, as root)")
+    try:
+        from playwright.sync_api import expect, sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -r requirements-dev.txt")
+    expect.set_options(timeout=UI_TIMEOUT_MS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+class Browsing:
+    """One test's walk through JupyterLab: named steps, screenshots, failure evidence."""
+
+    def __init__(self, page, server: LabServer, test_name: str):
+        self.page, self.server, self.test_name = page, server, test_name
+        self.shots: list[Path] = []
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        for old in ARTIFACTS.glob(f"{test_name}*"):
+            old.unlink()
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        """Run a step; on failure keep a screenshot and the server log, and say which step failed."""
+        __tracebackhide__ = True
+        try:
+            yield
+        except BaseException as err:
+            if isinstance(err, (KeyboardInterrupt, pytest.skip.Exception)):
+                raise
+            shot = ARTIFACTS / f"{self.test_name}-FAILED.png"
+            log = ARTIFACTS / f"{self.test_name}-server.log"
+            with contextlib.suppress(Exception):
+                self.page.screenshot(path=str(shot), timeout=15_000)
+            with contextlib.suppress(Exception):
+                shutil.copy2(self.server.log_path, log)
+            first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise AssertionError(f"step {name!r} failed: {first_line}\n"
+                                 f"screenshot: {shot}\nserver log: {log}\n\n{err}") from err
+
+    def screenshot(self, name: str | None = None) -> Path:
+        path = ARTIFACTS / f"{name or self.test_name}.png"
+        self.page.screenshot(path=str(path))
+        self.shots.append(path)
+        return path
+
+    def open_lab(self, path: str = "") -> None:
+        """Open JupyterLab (on a document when `path` is given) and wait until it has started."""
+        self.page.goto(self.server.lab_url(path), wait_until="domcontentloaded")
+        self.page.wait_for_selector("#jp-main-dock-panel", state="visible")
+        # the nbgrader lab extension adds its menu once it has loaded
+        self.page.wait_for_selector("#jp-MainMenu >> text=Nbgrader", state="visible")
+
+    def menu(self, *labels: str) -> None:
+        """Click through the main menu by exact labels: menu("Nbgrader", "Formgrader")."""
+        self.page.locator(f"#jp-MainMenu .lm-MenuBar-itemLabel:text-is({labels[0]!r})").click()
+        for label in labels[1:]:
+            self.page.locator(f".lm-Menu:visible .lm-Menu-itemLabel:text-is({label!r})").click()
+
+    def wait_for_kernel_idle(self, timeout_ms: int = UI_TIMEOUT_MS) -> None:
+        self.page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) "
+                                    ".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                                    state="attached", timeout=timeout_ms)
+
+
+@pytest.fixture
+def student(student_lab, page, request) -> Browsing:
+    return Browsing(page, student_lab, request.node.name)
+
+
+@pytest.fixture
+def instructor(instructor_lab, page, request) -> Browsing:
+    return Browsing(page, instructor_lab, request.node.name)
