@@ -1,20 +1,151 @@
-"""Autograde every submission in submitted/, write feedback HTML and grades.csv, print scores.
+"""Autograde every submission in submitted/, write feedback HTML and grades.csv, report each student.
 
-    python -m utils.grade [LESSON ...]
+    python -m utils.grade [LESSON ...] [--workers N] [--cell-timeout S] [--show-hidden-tests]
 
-Submissions are read from submitted/<student>/<lesson>/ and never modified; graded copies go to
-autograded/, feedback to feedback/, the gradebook to gradebook.db (SQLite), grades to grades.csv.
-A submission that cannot be graded is reported by name; the others are graded all the same.
+Submissions are read from submitted/<student>/<lesson>/ and never modified: each is copied into a
+private work folder and graded there, so nothing a student's code does to relative paths can
+reach submitted/ (the command also compares the files' hashes before and after). Graded copies go
+to autograded/, feedback to feedback/ (hidden tests left out unless --show-hidden-tests), grades
+to the gradebook (SQLite gradebook.db, or nbgrader's CourseDirectory.db_url) and grades.csv.
+
+One bad submission never stops the others, and every submission gets a line saying what happened:
+  - a notebook that is missing, unreadable (corrupt JSON) or belongs to another lesson scores 0
+    in every graded cell, with the reason;
+  - a deleted test cell is restored and graded, an edited locked cell is restored from the source,
+    a copied cell with a duplicate grade id is ignored (nbgrader grades the last copy) - reported;
+  - an endless loop is interrupted after the per-cell limit (Execute.timeout, 300 s in
+    nbgrader_config.py); a kernel that ignores the interrupt, or dies (os._exit), is replaced, the
+    cells before it are re-run and grading goes on, so earlier cells keep their points;
+  - a warning on stderr in a correct graded cell costs nothing; gigantic outputs are cut.
+  (utils/nbgrader_plugins.py does the kernel and output parts inside nbgrader.)
+
+Grading runs in parallel worker processes (--workers, default: the number of CPU cores). With the
+SQLite gradebook each worker writes its own copy of it and this command merges the results into
+gradebook.db one at a time, so SQLite never sees two writers; with a database server (PostgreSQL
+db_url) the workers write to it directly.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.coursedir import REPO, ToolError, nbgrader, read_scores, resolve_lessons, score_table
+import nbformat
+
+from utils.coursedir import REPO, ToolError, lessons, nbgrader_meta, resolve_lessons, score_table, source_notebook
+from utils.nbgrader_plugins import parse_events
+
+# Seconds one submission may take before its grading process is killed as stalled. Far above the
+# sum of the per-cell limits a real lesson needs; only a grader stuck outside any cell reaches it.
+DEFAULT_WATCHDOG = 1800
+
+
+# --- the course's nbgrader settings ---------------------------------------------------------
+
+@dataclass
+class CourseSettings:
+    course_id: str
+    db_url: str
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        if self.db_url.startswith("sqlite:///"):
+            return Path(self.db_url[len("sqlite:///"):])
+        return None
+
+
+def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
+    """course_id and db_url as nbgrader will see them in course directory `root`."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    root = Path(root).resolve()
+    cfg = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config() \
+        if (root / "nbgrader_config.py").exists() else None
+    section = cfg.CourseDirectory if cfg is not None and "CourseDirectory" in cfg else {}
+    course_id = section.get("course_id") or "default_course"
+    url = db_url or section.get("db_url") or f"sqlite:///{root / 'gradebook.db'}"
+    return CourseSettings(str(course_id), str(url))
+
+
+def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None) -> tuple[int, str, bool]:
+    """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
+    included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["COURSE_TOOLS"] = str(REPO)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with tempfile.TemporaryFile(mode="w+") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        killed = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+            kill_tree(proc.pid)
+            proc.wait()
+        kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
+        out.seek(0)
+        return proc.returncode, out.read(), killed
+
+
+def kill_tree(pid: int, children_only: bool = False) -> None:
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        procs = parent.children(recursive=True) + ([] if children_only else [parent])
+    except psutil.NoSuchProcess:
+        procs = []
+    if children_only and not procs:
+        # the parent is gone: its kernels were re-parented; find them by their session id
+        procs = [p for p in psutil.process_iter() if _safe_sid(p) == pid]
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+def _safe_sid(p) -> int | None:
+    try:
+        return os.getsid(p.pid)
+    except OSError:
+        return None
+
+
+# --- what was submitted -----------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """What happened to one student's submission of one lesson."""
+    lesson: str
+    student: str
+    status: str = "pending"          # graded | zero
+    reason: str = ""                 # why a zero (missing, corrupt, other lesson, grading failed)
+    notes: list[str] = field(default_factory=list)
+    score: float | None = None
+    max_score: float | None = None
+
+    def line(self) -> str:
+        score = f"{self.score:g}/{self.max_score:g}" if self.score is not None and self.max_score else "-"
+        text = f"{self.lesson}  {self.student}: {score}"
+        if self.status == "zero":
+            text += f"  ZERO: {self.reason}"
+        for note in self.notes:
+            text += f"\n    - {note}"
+        return text
 
 
 def submitted_students(root: Path, lesson: str) -> list[str]:
@@ -24,43 +155,383 @@ def submitted_students(root: Path, lesson: str) -> list[str]:
     return sorted(d.name for d in base.iterdir() if (d / lesson).is_dir())
 
 
-def grade(root: Path = REPO, names: list[str] | None = None) -> tuple[str, list[str]]:
-    """Grade; return (score table, list of problems naming lesson and student)."""
-    problems: list[str] = []
-    graded_lessons = []
+def _ids(nb) -> list[str]:
+    return [nbgrader_meta(c).get("grade_id") for c in nb.cells if nbgrader_meta(c).get("grade_id")]
+
+
+def _lesson_ids(root: Path) -> dict[str, tuple[str, set[str]]]:
+    """{lesson: (notebook file name, its grade ids)} for every lesson in source/."""
+    known = {}
+    for name in lessons(root):
+        path = source_notebook(root, name)
+        try:
+            known[name] = (path.name, set(_ids(nbformat.read(str(path), as_version=4))))
+        except Exception:  # noqa: BLE001 - a broken source notebook is check's business
+            known[name] = (path.name, set())
+    return known
+
+
+def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
+    """Look at a submission before grading: is the notebook there, readable, of this lesson?
+    Also notes deleted, edited or duplicated cells (nbgrader repairs those while grading)."""
+    known = known or _lesson_ids(root)
+    out = Outcome(lesson, student)
+    folder = Path(root) / "submitted" / student / lesson
+    nb_name, ids = known[lesson]
+    path = folder / nb_name
+    others = sorted(p.name for p in folder.glob("*.ipynb") if p.name != nb_name)
+    if not path.exists():
+        out.status = "zero"
+        for other in others:
+            for name, (other_nb, other_ids) in known.items():
+                if name != lesson and other == other_nb:
+                    out.reason = f"submitted {other}, the notebook of lesson {name}, instead of {nb_name}"
+                    return out
+        found = ", ".join(sorted(p.name for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
+        out.reason = f"no {nb_name} in the submission (found: {found})"
+        return out
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception as err:  # noqa: BLE001 - any unreadable file is reported the same way
+        out.status = "zero"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        out.reason = f"{nb_name} is not a readable notebook ({first[:160]})"
+        return out
+    sub_ids = _ids(nb)
+    if not set(sub_ids) & ids:
+        for name, (other_nb, other_ids) in known.items():
+            if name != lesson and other_ids and set(sub_ids) & other_ids:
+                out.status = "zero"
+                out.reason = f"{nb_name} holds the notebook of lesson {name} ({other_nb}), not of {lesson}"
+                return out
+    if others:
+        out.notes.append(f"other notebooks ignored: {', '.join(others)}")
+    out.notes += _tampering(root, lesson, nb)
+    return out
+
+
+def _tampering(root: Path, lesson: str, nb) -> list[str]:
+    """Differences from the release that nbgrader repairs while grading, named for the report."""
+    release = Path(root) / "release" / lesson / source_notebook(root, lesson).name
+    if not release.exists():
+        return []
+    rel = nbformat.read(str(release), as_version=4)
+    notes = []
+    submitted: dict[str, list] = {}
+    for cell in nb.cells:
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid:
+            submitted.setdefault(gid, []).append(cell)
+    for gid, copies in submitted.items():
+        if len(copies) > 1:
+            notes.append(f"cell '{gid}' appears {len(copies)} times (copied cell); the copies are "
+                         f"ignored and the last one is graded")
+    for cell in rel.cells:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if not gid or meta.get("solution"):
+            continue
+        locked = meta.get("grade") or meta.get("locked")
+        if gid not in submitted:
+            if meta.get("grade"):
+                notes.append(f"test cell '{gid}' was deleted; restored from the source and graded")
+            continue
+        mine = submitted[gid][-1]
+        if locked and mine.source.strip() != cell.source.strip():
+            notes.append(f"locked cell '{gid}' was edited; the original was restored before grading")
+        elif meta.get("grade") and nbgrader_meta(mine).get("points") != meta.get("points"):
+            notes.append(f"the points of cell '{gid}' were edited; the original points were used")
+    return notes
+
+
+def _hash_tree(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --- grading ----------------------------------------------------------------------------------
+
+EVENT_NOTES = {
+    "timeout": "cell '{cell}' ran past the {seconds} s limit and was interrupted (0 for that cell)",
+    "kernel-unresponsive": "the kernel ignored the interrupt in cell '{cell}'; it was replaced",
+    "kernel-died": "the kernel died in cell '{cell}' (os._exit, a signal or a crash)",
+    "kernel-restarted": "a fresh kernel re-ran the cells before it and grading went on",
+    "gave-up": "the kernel failed too often; the remaining cells were not run (0)",
+    "output-truncated": "cell '{cell}' printed {characters} characters too many; its output was cut",
+    "stderr-forgiven": "cell '{cell}' wrote to stderr (e.g. a warning); not counted as a failure",
+}
+
+
+def _notes_from_events(events: list[dict]) -> list[str]:
+    notes = []
+    for ev in events:
+        template = EVENT_NOTES.get(ev.get("event"))
+        if template:
+            note = template.format_map({k: ("?" if v is None else v) for k, v in ev.items()} | {
+                "cell": ev.get("cell") or f"#{ev.get('index')}"})
+            if note not in notes:
+                notes.append(note)
+    return notes
+
+
+def _student_logs(log: str) -> dict[str, str]:
+    """Split an autograde log into the part about each student."""
+    parts: dict[str, str] = {}
+    current = None
+    for line in log.splitlines(keepends=True):
+        m = re.search(r"Creating/updating student with ID '([^']+)'", line)
+        if m:
+            current = m.group(1)
+        if current is not None:
+            parts[current] = parts.get(current, "") + line
+    return parts
+
+
+def _failure_reason(text: str) -> str:
+    """The last exception line of a student's part of the log."""
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    for line in reversed(lines):
+        if re.match(r"^[\w.]+(Error|Exception|Exit)\b.*", line) and "GRADING-EVENT" not in line:
+            return line[:200]
+    for line in reversed(lines):
+        if "ERROR" in line:
+            return line[:200]
+    return "nbgrader could not grade it"
+
+
+@dataclass
+class _Chunk:
+    students: list[str]
+    work: Path
+    rc: int = 0
+    log: str = ""
+    killed: bool = False
+
+
+def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseSettings,
+                 extra: list[str], watchdog: float) -> _Chunk:
+    """Autograde `students` in a private copy of the course folder (one nbgrader process)."""
+    work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-"))
+    chunk = _Chunk(students, work)
+    shutil.copy2(Path(root) / "nbgrader_config.py", work / "nbgrader_config.py")
+    shutil.copytree(Path(root) / "source" / lesson, work / "source" / lesson,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    for student in students:
+        shutil.copytree(Path(root) / "submitted" / student / lesson, work / "submitted" / student / lesson,
+                        symlinks=True)
+    if settings.sqlite_path is not None:
+        db = work / "gradebook.db"
+        shutil.copy2(settings.sqlite_path, db)
+        url = f"sqlite:///{db}"
+    else:
+        url = settings.db_url
+    args = ["autograde", lesson, "--force", f"--CourseDirectory.root={work}",
+            f"--CourseDirectory.db_url={url}", f"--CourseDirectory.course_id={settings.course_id}", *extra]
+    chunk.rc, chunk.log, chunk.killed = run_nbgrader(args, cwd=work, timeout=watchdog * len(students))
+    return chunk
+
+
+def _merge(src_url: str, dst_url: str, course_id: str, lesson: str, students: list[str]) -> None:
+    """Copy the autograde results of `students` from a worker's gradebook into the course's."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from utils.report import alembic_on_path
+
+    alembic_on_path()
+    with Gradebook(src_url, course_id) as src, Gradebook(dst_url, course_id) as dst:
+        for student in students:
+            sub = src.find_submission(lesson, student)
+            try:
+                dst.find_student(student)
+            except MissingEntry:
+                s = sub.student
+                dst.add_student(student, first_name=s.first_name, last_name=s.last_name, email=s.email,
+                                lms_user_id=s.lms_user_id)
+            dst.update_or_create_submission(lesson, student, timestamp=sub.timestamp)
+            for nb in sub.notebooks:
+                target = dst.find_submission_notebook(nb.name, lesson, student)
+                target.flagged = nb.flagged
+                target.late_submission_penalty = nb.late_submission_penalty
+                for g in nb.grades:
+                    mine = dst.find_grade(g.name, nb.name, lesson, student)
+                    mine.auto_score = g.auto_score
+                    mine.needs_manual_grade = g.needs_manual_grade
+                for c in nb.comments:
+                    mine = dst.find_comment(c.name, nb.name, lesson, student)
+                    mine.auto_comment = c.auto_comment
+            dst.db.commit()
+
+
+def record_zero(settings: CourseSettings, lesson: str, student: str) -> None:
+    """Every graded cell of the submission scores 0 (replacing any earlier grade)."""
+    from nbgrader.api import Gradebook
+    from utils.report import alembic_on_path
+
+    alembic_on_path()
+    with Gradebook(settings.db_url, settings.course_id) as gb:
+        gb.update_or_create_student(student)
+        sub = gb.update_or_create_submission(lesson, student)
+        for nb in sub.notebooks:
+            for g in nb.grades:
+                g.auto_score = 0.0
+                g.manual_score = None
+                g.needs_manual_grade = False
+        gb.db.commit()
+
+
+@dataclass
+class GradeRun:
+    outcomes: list[Outcome] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    submissions: int = 0
+    logs: dict[str, str] = field(default_factory=dict)
+
+
+def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
+                  cell_timeout: float | None = None, show_hidden_tests: bool = False,
+                  db_url: str | None = None, watchdog: float = DEFAULT_WATCHDOG,
+                  feedback: bool = True, export: bool = True, quiet: bool = False) -> GradeRun:
+    """Grade every submission of the named lessons (all when none); see the module doc."""
+    root = Path(root).resolve()
+    say = (lambda *a: None) if quiet else print
+    settings = course_settings(root, db_url)
+    workers = max(1, workers or os.cpu_count() or 1)
+    base = [f"--CourseDirectory.db_url={settings.db_url}"]
+    extra = [f"--Execute.timeout={int(cell_timeout)}"] if cell_timeout else []
+    run = GradeRun()
+    start = time.perf_counter()
+    known = _lesson_ids(root)
+    merge_lock = threading.Lock()
     for lesson in resolve_lessons(names or [], root):
         students = submitted_students(root, lesson)
         if not students:
-            print(f"{lesson}: no submissions")
+            say(f"{lesson}: no submissions")
             continue
-        start = time.perf_counter()
+        lesson_start = time.perf_counter()
         # The gradebook needs the lesson's cells and hidden tests; building records them
         # (and rewrites release/ with identical bytes).
-        nbgrader(["generate_assignment", lesson, "--force"], cwd=root)
-        proc = nbgrader(["autograde", lesson, "--force"], cwd=root, check=False)
-        nbgrader(["generate_feedback", lesson, "--force"], cwd=root, check=False)
-        graded = {r.student for r in read_scores(root, [lesson])}
-        for student in students:
-            if student not in graded:
-                problems.append(f"{lesson}: submission of {student!r} could not be graded; see the log")
-        if proc.returncode != 0:
-            log = Path(root) / "autograde.log"
-            log.write_text(proc.stdout + proc.stderr)
-        print(f"{lesson}: graded {len(students)} submission(s) in {time.perf_counter() - start:.1f} s")
-        graded_lessons.append(lesson)
-    if graded_lessons:
-        nbgrader(["export", "--to", "grades.csv"], cwd=root)
-        print(f"wrote {Path(root) / 'grades.csv'} and feedback/ (HTML per student and lesson)")
-    table = score_table(read_scores(root, graded_lessons))
+        rc, log, _ = run_nbgrader(["generate_assignment", lesson, "--force", *base], cwd=root)
+        if rc != 0:
+            raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{log[-3000:]}")
+        before = {s: _hash_tree(root / "submitted" / s / lesson) for s in students}
+        outcomes = {s: preflight(root, lesson, s, known) for s in students}
+        to_grade = [s for s in students if outcomes[s].status != "zero"]
+        chunks = [to_grade[i::workers] for i in range(min(workers, len(to_grade)))]
+
+        def finish(chunk: _Chunk, retry: list[list[str]]) -> None:
+            per_student = _student_logs(chunk.log)
+            abnormal = chunk.killed or chunk.rc not in (0, 1)
+            graded = []
+            for s in chunk.students:
+                out = outcomes[s]
+                text = per_student.get(s, "")
+                done = chunk.work / "autograded" / s / lesson
+                if done.is_dir() and any(done.glob("*.ipynb")) and not (abnormal and s == _last(per_student)):
+                    graded.append(s)
+                    out.status = "graded"
+                    out.notes += _notes_from_events([e for e in parse_events(text) if e.get("student") == s])
+                    dest = root / "autograded" / s / lesson
+                    shutil.rmtree(dest, ignore_errors=True)
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copytree(done, dest)
+                elif abnormal and len(chunk.students) > 1:
+                    retry.append([s])   # the grader died on someone else's code: try alone
+                else:
+                    out.status = "zero"
+                    if chunk.killed:
+                        out.reason = f"grading stalled and was stopped after {watchdog:g} s"
+                    elif chunk.rc not in (0, 1):
+                        out.reason = (f"the grading process was killed (exit {chunk.rc}) while grading this "
+                                      f"submission; its code may have killed it")
+                    else:
+                        out.reason = f"nbgrader could not grade it: {_failure_reason(text)}"
+                    run.logs[f"{lesson}/{s}"] = text or chunk.log[-5000:]
+            if graded and settings.sqlite_path is not None:
+                with merge_lock:
+                    _merge(f"sqlite:///{chunk.work / 'gradebook.db'}", settings.db_url, settings.course_id,
+                           lesson, graded)
+            shutil.rmtree(chunk.work, ignore_errors=True)
+
+        pending = [c for c in chunks if c]
+        while pending:
+            retry: list[list[str]] = []
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog) for c in pending]
+                for fut in as_completed(futures):
+                    finish(fut.result(), retry)
+            pending = retry
+
+        for s in students:
+            out = outcomes[s]
+            if out.status == "zero":
+                record_zero(settings, lesson, s)
+                shutil.rmtree(root / "autograded" / s / lesson, ignore_errors=True)
+                shutil.rmtree(root / "feedback" / s / lesson, ignore_errors=True)
+            if _hash_tree(root / "submitted" / s / lesson) != before[s]:
+                out.notes.append("WARNING: the files in submitted/ changed while grading")
+        if feedback:
+            args = ["generate_feedback", lesson, "--force", *base]
+            if show_hidden_tests:
+                args.append("--HideHiddenTests.enabled=False")
+            rc, log, _ = run_nbgrader(args, cwd=root)
+            if rc != 0:
+                run.logs[f"{lesson}/feedback"] = log
+        from utils.report import read_scores_url
+
+        totals: dict[str, list[float]] = {}
+        for r in read_scores_url(settings.db_url, settings.course_id, [lesson]):
+            t = totals.setdefault(r.student, [0.0, 0.0])
+            t[0] += r.score
+            t[1] += r.max_score
+        for s in students:
+            out = outcomes[s]
+            out.score, out.max_score = totals.get(s, (None, None))
+            run.outcomes.append(out)
+            say(out.line())
+        run.submissions += len(students)
+        run.lessons.append(lesson)
+        say(f"{lesson}: graded {len(students)} submission(s) in {time.perf_counter() - lesson_start:.1f} s "
+            f"with {min(workers, max(1, len(to_grade)))} worker(s)")
+    if run.lessons and export:
+        rc, log, _ = run_nbgrader(["export", "--to", str(root / "grades.csv"), *base], cwd=root)
+        if rc == 0:
+            say(f"wrote {root / 'grades.csv'} and feedback/ (HTML per student and lesson)")
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+def _last(per_student: dict[str, str]) -> str | None:
+    return list(per_student)[-1] if per_student else None
+
+
+def grade(root: Path = REPO, names: list[str] | None = None, **options) -> tuple[str, list[str]]:
+    """Grade; return (score table, list of problems naming lesson and student)."""
+    run = grade_lessons(root, names, **options)
+    problems = [f"{o.lesson}: submission of {o.student!r} scored 0: {o.reason}"
+                for o in run.outcomes if o.status == "zero"]
+    problems += [f"{o.lesson}: {o.student}: {n}" for o in run.outcomes for n in o.notes if n.startswith("WARNING")]
+    if run.logs:
+        log = Path(root) / "autograde.log"
+        log.write_text("\n\n".join(f"===== {k}\n{v}" for k, v in run.logs.items()))
+    from utils.report import read_scores_url
+
+    settings = course_settings(root, options.get("db_url"))
+    table = score_table(read_scores_url(settings.db_url, settings.course_id, run.lessons))
     return table, problems
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("lessons", nargs="*", help="lesson folders under source/ (default: all)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel graders (default: CPU cores)")
+    parser.add_argument("--cell-timeout", type=float, default=None,
+                        help="seconds a cell may run (default: Execute.timeout in nbgrader_config.py)")
+    parser.add_argument("--show-hidden-tests", action="store_true", help="show hidden tests in the feedback")
+    parser.add_argument("--db-url", default=None, help="gradebook URL (default: nbgrader_config.py or gradebook.db)")
     args = parser.parse_args(argv)
     try:
-        table, problems = grade(REPO, args.lessons)
+        table, problems = grade(REPO, args.lessons, workers=args.workers, cell_timeout=args.cell_timeout,
+                                show_hidden_tests=args.show_hidden_tests, db_url=args.db_url)
     except ToolError as err:
         print(f"grade failed: {err}", file=sys.stderr)
         return 1

@@ -3,6 +3,8 @@
 nbgrader_config.py puts them into nbgrader's pipelines (`install(c)`), so `nbgrader autograde`,
 `nbgrader generate_feedback` and the formgrader all use them:
 
+  SafeOverwriteCells  OverwriteCells that does not lose a submission holding a copied cell (a
+                    duplicate grade id) or a cell with an unknown grade id (nbgrader KeyError).
   SafeExecute       Execute that survives a dead kernel (os._exit, a crash) and a kernel stuck in
                     a loop that ignores the interrupt: it records an error in that cell, starts a
                     fresh kernel, re-runs the cells before it and goes on, so the cells that worked
@@ -34,7 +36,7 @@ from nbformat.notebooknode import NotebookNode
 from traitlets import Bool, Integer
 
 from nbgrader import utils as nbutils
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 
 EVENT = "GRADING-EVENT"
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -185,6 +187,31 @@ class SafeExecute(Execute):
         _event(self, self._resources_ref, "gave-up", index=failed_index, restarts=self._restarts)
 
 
+class SafeOverwriteCells(OverwriteCells):
+    """OverwriteCells that survives cells whose nbgrader metadata has no grade id.
+
+    nbgrader's DeduplicateIds empties the metadata of a copied cell, and OverwriteCells deletes the
+    grade id of a cell the gradebook does not know (a made-up id, another lesson's cell); its
+    add_missing_cells step then fails with KeyError 'grade_id' and the whole submission is lost.
+    Such cells become plain cells here: they still run, they grade nothing."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:
+            self._plain_if_no_id(cell)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, index):
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        self._plain_if_no_id(cell)
+        return cell, resources
+
+    @staticmethod
+    def _plain_if_no_id(cell) -> None:
+        meta = cell.get("metadata", {})
+        if "nbgrader" in meta and not meta["nbgrader"].get("grade_id"):
+            del meta["nbgrader"]
+
+
 class LimitOutputSize(NbGraderPreprocessor):
     """Cap the text a cell's outputs keep; drop oversized rich outputs (images, HTML)."""
 
@@ -313,6 +340,9 @@ def install(c) -> None:
             pipeline.append(ForgiveStderr)
         pipeline.append(pp)
     c.Autograde.autograde_preprocessors = pipeline
+    c.Autograde.sanitize_preprocessors = [
+        SafeOverwriteCells if pp is OverwriteCells else pp
+        for pp in Autograde.class_traits()["sanitize_preprocessors"].default()]
 
     feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())
     feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header

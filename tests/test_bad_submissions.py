@@ -1,0 +1,242 @@
+"""Bad submissions: each gets a fair grade, the others are graded normally, nothing in submitted/
+changes, and the grade command says what happened.
+
+One scratch course (utils.workflow.sandbox: lessons 01_tiny and 02_other) holds every fabricated
+submission; it is graded once (two workers, 3 s per cell) and each test reads its student.
+Lesson 01_tiny: add_test 2 points, mul_test 3, sub_test 1 (6 in all).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from utils.coursedir import nbgrader_meta, submission_from
+from utils.grade import grade, grade_lessons, preflight
+from utils.workflow import sandbox
+
+pytestmark = pytest.mark.slow
+LESSON, NB = "01_tiny", "tiny.ipynb"
+
+LOOP = "def mul(a, b):\n    while True:\n        pass"
+# ignores the interrupt: the kernel must be replaced
+LOOP_NO_INTERRUPT = ("import signal\ndef mul(a, b):\n    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                     "    while True:\n        pass")
+WARNS = "import warnings\ndef mul(a, b):\n    warnings.warn('this API is deprecated', DeprecationWarning)\n" \
+        "    warnings.warn('precision may be lost')\n    return a * b"
+WARNS_WRONG = "import warnings\ndef mul(a, b):\n    warnings.warn('precision may be lost')\n    return a + b"
+GIGANTIC = "print('x' * 20_000_000)\nfor i in range(3000):\n    print(i)\ndef add(a, b):\n    return a + b"
+
+
+def _cells_by_id(nb) -> dict:
+    return {nbgrader_meta(c).get("grade_id"): c for c in nb.cells if nbgrader_meta(c).get("grade_id")}
+
+
+def _submissions(course: Path) -> dict[str, object]:
+    """{student: notebook node, or raw bytes, or a callable(folder) that writes the folder}."""
+    release = nbformat.read(str(course / "release" / LESSON / NB), as_version=4)
+    source = nbformat.read(str(course / "source" / LESSON / NB), as_version=4)
+
+    def sub(**overrides):
+        return submission_from(release, source, overrides)
+
+    subs: dict[str, object] = {
+        "good_a": sub(), "good_b": sub(),
+        "loop": sub(mul=LOOP),
+        "loop_ignores_interrupt": sub(mul=LOOP_NO_INTERRUPT),
+        "os_exit": sub(mul="import os\nos._exit(1)"),
+        "sys_exit": sub(mul="import sys\nsys.exit(1)"),
+        "warns": sub(mul=WARNS),
+        "warns_wrong": sub(mul=WARNS_WRONG),
+        "gigantic": sub(add=GIGANTIC),
+    }
+    nb = sub()
+    nb.cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") != "add_test"]
+    subs["deleted_test"] = nb
+
+    nb = sub(mul="def mul(a, b):\n    return a + b")
+    _cells_by_id(nb)["mul_test"].source = "pass  # tests are for other people"
+    _cells_by_id(nb)["mul_test"].metadata["nbgrader"]["points"] = 30
+    subs["edited_test"] = nb
+
+    nb = sub(add="def add(a, b):\n    return a - b")
+    copied = copy.deepcopy(_cells_by_id(nb)["add"])
+    copied.source = "def add(a, b):\n    return a + b"
+    index = nb.cells.index(_cells_by_id(nb)["add_test"])
+    nb.cells.insert(index, copied)                      # a copy of the solution cell, same grade id
+    test_copy = copy.deepcopy(_cells_by_id(nb)["sub_test"])
+    nb.cells.insert(1, test_copy)                       # and a copied test cell, run before sub exists
+    subs["duplicate_ids"] = nb
+
+    good_text = nbformat.writes(sub())
+    subs["corrupt"] = good_text[: len(good_text) // 2].encode()
+    subs["missing"] = lambda folder: (folder / "notes.txt").write_text("I could not finish, sorry")
+    other_release = (course / "release" / "02_other" / "other.ipynb").read_bytes()
+    subs["other_lesson"] = lambda folder: (folder / "other.ipynb").write_bytes(other_release)
+    subs["other_lesson_renamed"] = other_release
+    return subs
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course = sandbox(tmp_path_factory.mktemp("bad") / "course",
+                     extra_config="\nc.SafeExecute.probe_timeout = 3\n")
+    for student, what in _submissions(course).items():
+        folder = course / "submitted" / student / LESSON
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2030-01-01 10:00:00.000000 UTC")
+        if callable(what):
+            what(folder)
+        elif isinstance(what, bytes):
+            (folder / NB).write_bytes(what)
+        else:
+            nbformat.write(what, str(folder / NB))
+    before = _digest(course / "submitted")
+    run = grade_lessons(course, [LESSON], workers=2, cell_timeout=3)
+    outcomes = {o.student: o for o in run.outcomes}
+    return course, run, outcomes, before
+
+
+def _cells(course: Path, student: str) -> dict[str, float]:
+    from utils.report import read_scores_url
+    from utils.grade import course_settings
+
+    s = course_settings(course)
+    return {r.cell: r.score for r in read_scores_url(s.db_url, s.course_id, [LESSON]) if r.student == student}
+
+
+def _notes(outcome) -> str:
+    return " | ".join(outcome.notes)
+
+
+def test_submitted_files_are_byte_identical_after_grading(graded):
+    course, _, _, before = graded
+    assert _digest(course / "submitted") == before
+
+
+def test_every_submission_has_an_outcome_and_good_ones_get_full_marks(graded):
+    course, run, outcomes, _ = graded
+    assert set(outcomes) == {p.name for p in (course / "submitted").iterdir()}
+    for student in ("good_a", "good_b"):
+        assert outcomes[student].status == "graded"
+        assert (outcomes[student].score, outcomes[student].max_score) == (6, 6), outcomes[student].line()
+        assert outcomes[student].notes == []
+        assert list((course / "feedback" / student / LESSON).glob("*.html"))
+
+
+def test_endless_loop_loses_only_that_cell(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["loop"]
+    assert o.status == "graded" and o.score == 3, o.line()
+    assert _cells(course, "loop") == {"add_test": 2, "mul_test": 0, "sub_test": 1}
+    assert "ran past the 3 s limit" in _notes(o)
+
+
+def test_loop_that_ignores_the_interrupt_gets_a_new_kernel(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["loop_ignores_interrupt"]
+    assert _cells(course, "loop_ignores_interrupt") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, o.line()
+    assert "ignored the interrupt" in _notes(o) and "fresh kernel" in _notes(o)
+
+
+def test_os_exit_kills_the_kernel_but_other_cells_keep_their_points(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["os_exit"]
+    assert _cells(course, "os_exit") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, o.line()
+    assert "kernel died in cell 'mul'" in _notes(o)
+
+
+def test_sys_exit_is_an_error_in_that_cell_only(graded):
+    course, _, outcomes, _ = graded
+    assert _cells(course, "sys_exit") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, outcomes["sys_exit"].line()
+
+
+def test_deleted_test_cell_is_restored_and_graded(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["deleted_test"]
+    assert _cells(course, "deleted_test") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "test cell 'add_test' was deleted" in _notes(o)
+
+
+def test_edited_locked_test_cell_is_restored_with_its_points(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["edited_test"]
+    assert _cells(course, "edited_test") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, o.line()
+    assert o.max_score == 6
+    assert "locked cell 'mul_test' was edited" in _notes(o)
+
+
+def test_copied_cells_with_duplicate_grade_ids_count_once(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["duplicate_ids"]
+    # the last copy of 'add' (correct) is the graded one; the copied test cell counts nothing
+    assert _cells(course, "duplicate_ids") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "'add' appears 2 times" in _notes(o) and "'sub_test' appears 2 times" in _notes(o)
+
+
+def test_warnings_on_stderr_cost_a_correct_answer_nothing(graded):
+    course, _, outcomes, _ = graded
+    assert _cells(course, "warns") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, outcomes["warns"].line()
+    assert "wrote to stderr" in _notes(outcomes["warns"])
+    autograded = nbformat.read(str(course / "autograded" / "warns" / LESSON / NB), as_version=4)
+    text = json.dumps(_cells_by_id(autograded)["mul_test"].outputs)
+    assert "precision may be lost" in text  # still shown to the student
+
+
+def test_warnings_do_not_rescue_a_wrong_answer(graded):
+    course, _, outcomes, _ = graded
+    assert _cells(course, "warns_wrong") == {"add_test": 2, "mul_test": 0, "sub_test": 1}
+
+
+def test_gigantic_output_is_cut_and_graded(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["gigantic"]
+    assert _cells(course, "gigantic") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "output was cut" in _notes(o)
+    assert (course / "autograded" / "gigantic" / LESSON / NB).stat().st_size < 1_000_000
+    html = next((course / "feedback" / "gigantic" / LESSON).glob("*.html"))
+    assert html.stat().st_size < 2_000_000
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("corrupt", "is not a readable notebook"),
+    ("missing", "no tiny.ipynb in the submission (found: notes.txt)"),
+    ("other_lesson", "submitted other.ipynb, the notebook of lesson 02_other"),
+    ("other_lesson_renamed", "holds the notebook of lesson 02_other"),
+])
+def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
+    course, _, outcomes, _ = graded
+    o = outcomes[student]
+    assert o.status == "zero" and reason in o.reason, o.line()
+    assert _cells(course, student) == {"add_test": 0, "mul_test": 0, "sub_test": 0}
+    assert not (course / "autograded" / student / LESSON).exists()
+
+
+def test_grade_command_reports_each_problem_and_keeps_its_signature(graded, capsys):
+    course, run, outcomes, _ = graded
+    # grade() is what utils.demo and the CLI call: (table, problems); grading again is idempotent
+    shutil.rmtree(course / "submitted" / "loop_ignores_interrupt")
+    for s in [p.name for p in (course / "submitted").iterdir()]:
+        if s not in ("good_a", "corrupt", "missing"):
+            shutil.rmtree(course / "submitted" / s)
+    table, problems = grade(course, [LESSON], workers=1, cell_timeout=3)
+    printed = capsys.readouterr().out
+    assert "good_a: 6/6" in printed and "corrupt: 0/6  ZERO" in printed
+    assert len(problems) == 2 and all("scored 0" in p for p in problems)
+    assert "01_tiny/add_test" in table and "good_a" in table
+
+
+def test_preflight_needs_no_grading(graded):
+    course, *_ = graded
+    assert preflight(course, LESSON, "good_a").status == "pending"

@@ -1,0 +1,200 @@
+"""The instructor's repeated steps around grading, over nbgrader (see docs/instructors.md).
+
+    python -m utils.workflow roster students.csv          # nbgrader db student import
+    python -m utils.workflow release LESSON               # generate_assignment + release_assignment
+    python -m utils.workflow collect LESSON               # collect --update from the exchange
+    python -m utils.workflow zip-collect LESSON FILE...   # LMS downloads (zip or .ipynb) -> submitted/
+    python -m utils.workflow feedback LESSON [--show-hidden-tests]   # generate + release feedback
+    python -m utils.workflow sandbox DIR                  # a tiny two-lesson course to rehearse on
+
+Grading itself is `python -m utils.grade`, the class report `python -m utils.report`.
+Every command takes --exchange DIR (default: nbgrader's Exchange.root, /srv/nbgrader/exchange, or
+what nbgrader_config.py sets) and --course DIR (default: this repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from utils import nbauthor as A
+from utils.coursedir import REPO, ToolError
+from utils.grade import run_nbgrader
+
+# LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
+# "-1" suffix for a resubmission), or plainly "doe_two_phases.ipynb". student_id is the part
+# before the first underscore; file_id the notebook name.
+LMS_REGEXP = r".*/(?P<student_id>[^/_]+)_(?:LATE_)?(?:\d+_\d+_)?(?P<file_id>[^/]+?)(?:-\d+)?\.ipynb$"
+
+
+def _run(args: list[str], root: Path, exchange: Path | None = None) -> str:
+    if exchange is not None:
+        args = [*args, f"--Exchange.root={Path(exchange).resolve()}"]
+    rc, log, _ = run_nbgrader(args, cwd=Path(root))
+    if rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {root}:\n{log[-3000:]}")
+    return log
+
+
+def import_roster(root: Path, csv_path: Path) -> str:
+    """Students from a CSV with columns id,first_name,last_name,email (nbgrader's format)."""
+    return _run(["db", "student", "import", str(Path(csv_path).resolve())], root)
+
+
+def release(root: Path, lesson: str, exchange: Path | None = None) -> str:
+    """Build the student version from source/ and put it in the exchange for students to fetch."""
+    _run(["generate_assignment", lesson, "--force"], root)
+    return _run(["release_assignment", lesson, "--force"], root, exchange)
+
+
+def collect(root: Path, lesson: str, exchange: Path | None = None) -> list[str]:
+    """Copy the latest submission of every student from the exchange into submitted/.
+    Returns the students who have a submission of `lesson` afterwards."""
+    _run(["collect", lesson, "--update"], root, exchange)
+    base = Path(root) / "submitted"
+    return sorted(d.name for d in base.iterdir() if (d / lesson).is_dir()) if base.is_dir() else []
+
+
+def zip_collect(root: Path, lesson: str, downloads: list[Path], regexp: str = LMS_REGEXP,
+                force: bool = False) -> list[str]:
+    """Submissions downloaded from an LMS (a zip of notebooks, or notebooks) into submitted/.
+    The files are copied to downloaded/<lesson>/archive/ first; the downloads are not touched."""
+    archive = Path(root) / "downloaded" / lesson / "archive"
+    archive.mkdir(parents=True, exist_ok=True)
+    for path in downloads:
+        shutil.copy2(path, archive / Path(path).name)
+    args = ["zip_collect", lesson, f"--FileNameCollectorPlugin.named_regexp={regexp}"]
+    if force:
+        args.append("--force")
+    log = _run(args, root)
+    base = Path(root) / "submitted"
+    collected = sorted(d.name for d in base.iterdir() if (d / lesson).is_dir()) if base.is_dir() else []
+    skipped = [l.split("in: ", 1)[-1] for l in log.splitlines() if "did not match anything in" in l]
+    if skipped:
+        print(f"zip-collect: {len(skipped)} file(s) did not match the file-name pattern: {', '.join(skipped)}")
+    return collected
+
+
+def feedback(root: Path, lesson: str, exchange: Path | None = None, show_hidden_tests: bool = False,
+             release_to_students: bool = True) -> list[Path]:
+    """Feedback HTML for every graded submission (hidden tests left out unless asked), released
+    to the exchange for students to fetch. Returns the HTML files."""
+    args = ["generate_feedback", lesson, "--force"]
+    if show_hidden_tests:
+        args.append("--HideHiddenTests.enabled=False")
+    _run(args, root)
+    if release_to_students:
+        _run(["release_feedback", lesson], root, exchange)
+    return sorted((Path(root) / "feedback").glob(f"*/{lesson}/*.html"))
+
+
+# --- the student side, for rehearsals and tests ------------------------------------------------
+
+def student_fetch(home: Path, lesson: str, student: str, exchange: Path, course_id: str) -> Path:
+    """What a student's `nbgrader fetch_assignment` does, in folder `home`."""
+    home = Path(home)
+    home.mkdir(parents=True, exist_ok=True)
+    _run(["fetch_assignment", lesson, f"--course={course_id}", f"--student={student}"], home, exchange)
+    return home / lesson
+
+
+def student_submit(home: Path, lesson: str, student: str, exchange: Path, course_id: str) -> str:
+    return _run(["submit", lesson, f"--course={course_id}", f"--student={student}"], Path(home), exchange)
+
+
+def student_fetch_feedback(home: Path, lesson: str, student: str, exchange: Path, course_id: str) -> list[Path]:
+    _run(["fetch_feedback", lesson, f"--course={course_id}", f"--student={student}"], Path(home), exchange)
+    return sorted(Path(home).glob(f"{lesson}/feedback/*/*.html"))
+
+
+# --- a sandbox course -------------------------------------------------------------------------
+
+def sandbox_lessons() -> dict[str, tuple[str, list]]:
+    """Two tiny lessons shaped like the real ones (setup, solution, graded test with hidden part)."""
+    tiny = [
+        A.md("# Tiny lesson\nThree small functions.", "intro"),
+        A.readonly("setup", "import math"),
+        A.solution("add", "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION"),
+        A.tests("add_test", 2, "assert add(1, 2) == 3, 'add(1, 2) should be 3'\nprint('ok    add(1, 2) == 3')\n"
+                "### BEGIN HIDDEN TESTS\nassert math.isclose(add(0.1, 0.2), 0.3, rel_tol=1e-9)\n"
+                "assert add(-5, 7) == 2, 'HIDDEN-CHECK-ADD'\n### END HIDDEN TESTS"),
+        A.solution("mul", "def mul(a, b):\n    ### BEGIN SOLUTION\n    return a * b\n    ### END SOLUTION"),
+        A.tests("mul_test", 3, "assert mul(2, 3) == 6\n### BEGIN HIDDEN TESTS\nassert mul(4, 5) == 20, 'HIDDEN-CHECK-MUL'\n"
+                "### END HIDDEN TESTS"),
+        A.solution("sub", "def sub(a, b):\n    ### BEGIN SOLUTION\n    return a - b\n    ### END SOLUTION"),
+        A.tests("sub_test", 1, "assert sub(3, 1) == 2\n### BEGIN HIDDEN TESTS\nassert sub(10, 4) == 6\n"
+                "### END HIDDEN TESTS"),
+    ]
+    other = [
+        A.md("# Other lesson", "other_intro"),
+        A.solution("half", "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION"),
+        A.tests("half_test", 1, "assert half(4) == 2\n### BEGIN HIDDEN TESTS\nassert half(1) == 0.5\n"
+                "### END HIDDEN TESTS"),
+    ]
+    return {"01_tiny": ("tiny.ipynb", tiny), "02_other": ("other.ipynb", other)}
+
+
+def sandbox(root: Path, cell_timeout: int | None = None, extra_config: str = "") -> Path:
+    """A course directory at `root` with the two sandbox lessons in source/ and release/ built."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    config = (REPO / "nbgrader_config.py").read_text()
+    if cell_timeout:
+        config += f"\nc.Execute.timeout = {int(cell_timeout)}\n"
+    (root / "nbgrader_config.py").write_text(config + extra_config)
+    for lesson, (name, cells) in sandbox_lessons().items():
+        A.write(root / "source" / lesson / name, cells)
+        _run(["generate_assignment", lesson, "--force"], root)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--course", type=Path, default=REPO, help="course directory (default: this repository)")
+    parser.add_argument("--exchange", type=Path, default=None, help="nbgrader exchange folder")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("roster").add_argument("csv", type=Path)
+    for name in ("release", "collect"):
+        sub.add_parser(name).add_argument("lesson")
+    z = sub.add_parser("zip-collect")
+    z.add_argument("lesson")
+    z.add_argument("files", nargs="+", type=Path)
+    z.add_argument("--regexp", default=LMS_REGEXP)
+    z.add_argument("--force", action="store_true", help="replace earlier extracted/collected files")
+    f = sub.add_parser("feedback")
+    f.add_argument("lesson")
+    f.add_argument("--show-hidden-tests", action="store_true")
+    f.add_argument("--no-release", action="store_true", help="only write feedback/, do not release it")
+    sub.add_parser("sandbox").add_argument("dir", type=Path)
+    args = parser.parse_args(argv)
+    root = args.course
+    try:
+        if args.command == "roster":
+            import_roster(root, args.csv)
+            print(f"imported students from {args.csv}")
+        elif args.command == "release":
+            release(root, args.lesson, args.exchange)
+            print(f"released {args.lesson}")
+        elif args.command == "collect":
+            students = collect(root, args.lesson, args.exchange)
+            print(f"{args.lesson}: {len(students)} submission(s) in submitted/: {', '.join(students)}")
+        elif args.command == "zip-collect":
+            students = zip_collect(root, args.lesson, args.files, args.regexp, args.force)
+            print(f"{args.lesson}: {len(students)} submission(s) in submitted/: {', '.join(students)}")
+        elif args.command == "feedback":
+            files = feedback(root, args.lesson, args.exchange, args.show_hidden_tests, not args.no_release)
+            print(f"{args.lesson}: {len(files)} feedback file(s)"
+                  + ("" if args.no_release else ", released to the exchange"))
+        elif args.command == "sandbox":
+            sandbox(args.dir)
+            print(f"sandbox course in {args.dir}: lessons 01_tiny and 02_other built")
+    except ToolError as err:
+        print(f"{args.command} failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
