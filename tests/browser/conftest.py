@@ -46,6 +46,26 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives JupyterLab in headless Chromium (tests/browser)")
 
 
+def missing_browser() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} is missing: install Debian's chromium (make system-deps, as root)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed: pip install -r requirements-dev.txt"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    # Skip before any server starts or course copy is built.
+    reason = missing_browser()
+    if reason:
+        for item in items:
+            if item.get_closest_marker("browser"):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
 # --- the course the servers serve ------------------------------------------------------------
 
 @dataclass
@@ -157,7 +177,6 @@ LAB_SETTINGS = {
 SERVER_CONFIG = """\
 c.LabApp.check_for_updates_class = "jupyterlab.NeverCheckForUpdate"
 c.LabApp.news_url = None
-c.ServerApp.terminals_enabled = False
 c.LanguageServerManager.autodetect = False
 """
 
@@ -288,12 +307,11 @@ def instructor_lab(course_copy, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def chromium():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps, as root)")
-    try:
-        from playwright.sync_api import expect, sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed: pip install -r requirements-dev.txt")
+    reason = missing_browser()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import expect, sync_playwright
+
     expect.set_options(timeout=UI_TIMEOUT_MS)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -316,6 +334,10 @@ class Browsing:
     def __init__(self, page, server: LabServer, test_name: str):
         self.page, self.server, self.test_name = page, server, test_name
         self.shots: list[Path] = []
+        self.console: list[str] = []  # the page's errors and warnings, kept for a failure report
+        page.on("console", lambda m: self.console.append(f"console.{m.type}: {m.text}")
+                if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: self.console.append(f"uncaught: {e}"))
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         for old in ARTIFACTS.glob(f"{test_name}*"):
             old.unlink()
@@ -335,9 +357,14 @@ class Browsing:
                 self.page.screenshot(path=str(shot), timeout=15_000)
             with contextlib.suppress(Exception):
                 shutil.copy2(self.server.log_path, log)
+                # A JupyterLab extension that fails to load says so only in the browser console.
+                with open(log, "a") as f:
+                    f.write("\n--- browser console (errors and warnings) ---\n" + "\n".join(self.console) + "\n")
             first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            console = "\n".join(self.console[-10:]) or "(no errors or warnings)"
             raise AssertionError(f"step {name!r} failed: {first_line}\n"
-                                 f"screenshot: {shot}\nserver log: {log}\n\n{err}") from err
+                                 f"screenshot: {shot}\nserver log and browser console: {log}\n"
+                                 f"browser console, last lines:\n{console}\n\n{err}") from None
 
     def screenshot(self, name: str | None = None) -> Path:
         path = ARTIFACTS / f"{name or self.test_name}.png"
@@ -365,10 +392,10 @@ class Browsing:
 
 
 @pytest.fixture
-def student(student_lab, page, request) -> Browsing:
+def student(chromium, student_lab, page, request) -> Browsing:
     return Browsing(page, student_lab, request.node.name)
 
 
 @pytest.fixture
-def instructor(instructor_lab, page, request) -> Browsing:
+def instructor(chromium, instructor_lab, page, request) -> Browsing:
     return Browsing(page, instructor_lab, request.node.name)
