@@ -1,0 +1,147 @@
+"""The gradebook on a real PostgreSQL server through nbgrader's db_url, for several graders.
+
+The test starts its own server (Debian's postgresql package: initdb and pg_ctl in a temporary data
+folder, on a free loopback port, as the postgres user when run as root) and stops it afterwards.
+It skips, saying why, where the server binaries or psycopg2 are missing; `make test` installs the
+package (utils/system-packages.txt) and psycopg2-binary (requirements-dev.txt).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from utils.coursedir import submission_from
+from utils.grade import grade_lessons, run_nbgrader
+from utils.report import read_scores_url, report
+from utils.workflow import sandbox
+
+pytestmark = pytest.mark.slow
+COURSE_ID = "prefill-decode"
+
+
+def _server_bin() -> Path | None:
+    for pattern in ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin"):
+        for d in sorted(glob.glob(pattern), reverse=True):
+            if Path(d, "initdb").exists() and Path(d, "pg_ctl").exists():
+                return Path(d)
+    found = shutil.which("initdb")
+    return Path(found).parent if found and shutil.which("pg_ctl") else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    bindir = _server_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) not found: install Debian's postgresql "
+                    "package (make test does, as root) to run the PostgreSQL gradebook tests")
+    try:
+        import psycopg2
+    except ImportError:
+        pytest.skip("psycopg2 is not installed (pip install -r requirements-dev.txt)")
+    as_root = os.geteuid() == 0
+    if as_root:
+        try:
+            import pwd
+            pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root but there is no 'postgres' user to run the server as")
+    base = Path(tempfile.mkdtemp(prefix="pg-gradebook-"))
+    data, sock = base / "data", base / "sock"
+    sock.mkdir()
+    prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
+    if as_root:
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+    port = _free_port()
+
+    def pg(*args, check=True):
+        return subprocess.run([*prefix, *args], capture_output=True, text=True, check=check, timeout=120)
+
+    try:
+        pg(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "server.log"), "-w", "-t", "60",
+           "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    except subprocess.CalledProcessError as err:
+        log = (base / "server.log").read_text() if (base / "server.log").exists() else ""
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.skip(f"could not start a PostgreSQL server here: {err.stderr.strip()[-500:]} {log[-500:]}")
+    try:
+        conn = psycopg2.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres")
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE gradebook")
+        conn.close()
+        yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
+    finally:
+        pg(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop", check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _submit(course: Path, lesson: str, nb_name: str, plans: dict[str, dict]) -> None:
+    release = nbformat.read(str(course / "release" / lesson / nb_name), as_version=4)
+    source = nbformat.read(str(course / "source" / lesson / nb_name), as_version=4)
+    for student, overrides in plans.items():
+        folder = course / "submitted" / student / lesson
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(submission_from(release, source, overrides), str(folder / nb_name))
+
+
+def test_gradebook_on_postgres_with_parallel_workers_and_two_graders(postgres_url, tmp_path):
+    # The course's nbgrader_config.py names the server; no gradebook.db is written.
+    course = sandbox(tmp_path / "course", extra_config=f"\nc.CourseDirectory.db_url = {postgres_url!r}\n")
+    assert not (course / "gradebook.db").exists()
+    _submit(course, "01_tiny", "tiny.ipynb", {
+        "ada": {}, "bo": {"mul": "def mul(a, b):\n    return a + b"},
+        "cy": {"add": "import os\nos._exit(3)"}, "di": {}})
+    _submit(course, "02_other", "other.ipynb", {"ada": {}, "bo": {"half": "def half(x):\n    return x // 2"}})
+
+    # the schema is created once, before several graders share the server
+    rc, log, _ = run_nbgrader(["db", "upgrade"], cwd=course)
+    assert rc == 0, log[-2000:]
+
+    # two graders at the same time (one lesson each), each with two parallel workers
+    runs, errors = {}, []
+
+    def grader(lesson):
+        try:
+            runs[lesson] = grade_lessons(course, [lesson], workers=2, export=False, quiet=True)
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=grader, args=(lesson,)) for lesson in ("01_tiny", "02_other")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert not (course / "gradebook.db").exists()
+
+    totals: dict[tuple[str, str], float] = {}
+    for r in read_scores_url(postgres_url, COURSE_ID):
+        totals[(r.lesson, r.student)] = totals.get((r.lesson, r.student), 0.0) + r.score
+    assert totals == {("01_tiny", "ada"): 6, ("01_tiny", "bo"): 3, ("01_tiny", "cy"): 4, ("01_tiny", "di"): 6,
+                      ("02_other", "ada"): 1, ("02_other", "bo"): 0}
+    assert {o.student: o.status for o in runs["01_tiny"].outcomes} == dict.fromkeys(["ada", "bo", "cy", "di"], "graded")
+    assert list((course / "feedback" / "bo" / "02_other").glob("*.html"))
+
+    # the class report and the grades export read the same server
+    table, stats, image = report(course, out=tmp_path / "report.png")
+    assert stats[0].cell == "half_test" and image.exists()
+    rc, log, _ = run_nbgrader(["export", "--to", str(tmp_path / "grades.csv")], cwd=course)
+    assert rc == 0 and "ada" in (tmp_path / "grades.csv").read_text()

@@ -1,0 +1,123 @@
+"""The instructor workflow end to end in a scratch course and exchange, as docs/instructors.md
+describes it: roster, release, two students fetch and submit, collect, grade, feedback (hidden
+tests left out), students fetch their feedback; and zip_collect for LMS downloads."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from utils.coursedir import nbgrader_meta, submission_from
+from utils.grade import course_settings, grade_lessons
+from utils.report import read_scores_url
+from utils.workflow import (collect, feedback, import_roster, release, sandbox, student_fetch,
+                            student_fetch_feedback, student_submit, zip_collect)
+
+pytestmark = pytest.mark.slow
+LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"
+# passes the visible check mul(2, 3) == 6, fails the hidden one
+ONLY_VISIBLE = "def mul(a, b):\n    return 6 if (a, b) == (2, 3) else 0"
+
+
+def _answer(fetched: Path, source: Path, **overrides) -> None:
+    """A student's work: the fetched notebook with the answers typed in."""
+    nb = nbformat.read(str(fetched), as_version=4)
+    ref = nbformat.read(str(source), as_version=4)
+    nbformat.write(submission_from(nb, ref, overrides), str(fetched))
+
+
+def _totals(course: Path) -> dict[str, float]:
+    s = course_settings(course)
+    totals: dict[str, float] = {}
+    for r in read_scores_url(s.db_url, s.course_id, [LESSON]):
+        totals[r.student] = totals.get(r.student, 0.0) + r.score
+    return totals
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    base = tmp_path_factory.mktemp("workflow")
+    return sandbox(base / "course"), base / "exchange", base
+
+
+def test_class_workflow_through_the_exchange(course):
+    root, exchange, base = course
+    exchange.mkdir()
+    roster = base / "students.csv"
+    roster.write_text("id,first_name,last_name,email\nalice,Alice,Archer,alice@example.org\n"
+                      "bob,Bob,Baker,bob@example.org\n")
+    import_roster(root, roster)
+    from nbgrader.api import Gradebook
+    with Gradebook(course_settings(root).db_url, COURSE_ID) as gb:
+        assert {s.id for s in gb.students} >= {"alice", "bob"}
+        assert gb.find_student("alice").last_name == "Archer"
+
+    release(root, LESSON, exchange)
+    assert (exchange / COURSE_ID / "outbound" / LESSON / NB).exists()
+
+    source = root / "source" / LESSON / NB
+    for student, overrides in (("alice", {}), ("bob", {"mul": ONLY_VISIBLE})):
+        home = base / "home" / student
+        folder = student_fetch(home, LESSON, student, exchange, COURSE_ID)
+        assert (folder / NB).exists()
+        released = nbformat.read(str(folder / NB), as_version=4)
+        assert "HIDDEN-CHECK" not in nbformat.writes(released)          # students never see them
+        _answer(folder / NB, source, **overrides)
+        student_submit(home, LESSON, student, exchange, COURSE_ID)
+
+    assert collect(root, LESSON, exchange) == ["alice", "bob"]
+    submitted = {p: p.read_bytes() for p in (root / "submitted").rglob("*") if p.is_file()}
+    assert any(p.name == "timestamp.txt" for p in submitted)
+
+    run = grade_lessons(root, [LESSON], workers=2)
+    assert {o.student: o.status for o in run.outcomes} == {"alice": "graded", "bob": "graded"}
+    assert _totals(root) == {"alice": 6, "bob": 3}
+    assert {p: p.read_bytes() for p in (root / "submitted").rglob("*") if p.is_file()} == submitted
+    assert (root / "grades.csv").read_text().count("\n") >= 2
+
+    files = feedback(root, LESSON, exchange)
+    assert len(files) == 2
+    bob_html = (root / "feedback" / "bob" / LESSON / "tiny.html").read_text()
+    assert "hidden tests are not shown" in bob_html
+    assert "HIDDEN-CHECK" not in bob_html and "rel_tol" not in bob_html
+    assert "raised by a hidden test" in bob_html                    # bob learns that, not how
+    assert "mul_test" in bob_html or "Score" in bob_html
+
+    fetched = student_fetch_feedback(base / "home" / "bob", LESSON, "bob", exchange, COURSE_ID)
+    assert fetched and "HIDDEN-CHECK" not in fetched[0].read_text()
+
+    # the instructor may choose to show them (here without releasing)
+    feedback(root, LESSON, exchange, show_hidden_tests=True, release_to_students=False)
+    shown = (root / "feedback" / "bob" / LESSON / "tiny.html").read_text()
+    assert "HIDDEN-CHECK-MUL" in shown
+
+
+def test_zip_collect_from_lms_downloads(course):
+    root, _, base = course
+    source = root / "source" / LESSON / NB
+    release_nb = nbformat.read(str(root / "release" / LESSON / NB), as_version=4)
+    ref = nbformat.read(str(source), as_version=4)
+    downloads = base / "lms"
+    downloads.mkdir()
+    archive = downloads / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("carol_1001_5001_tiny.ipynb", nbformat.writes(submission_from(release_nb, ref, {})))
+        z.writestr("dave_LATE_1002_5002_tiny-1.ipynb",
+                   nbformat.writes(submission_from(release_nb, ref, {"sub": "def sub(a, b):\n    return b - a"})))
+        z.writestr("readme.txt", "not a submission")
+    erin = downloads / "erin_tiny.ipynb"
+    nbformat.write(submission_from(release_nb, ref, {"add": "def add(a, b):\n    return 0"}), str(erin))
+    before = {p.name: p.read_bytes() for p in downloads.iterdir()}
+
+    students = zip_collect(root, LESSON, [archive, erin])
+    assert {"carol", "dave", "erin"} <= set(students)
+    assert (root / "submitted" / "dave" / LESSON / NB).exists()
+    assert {p.name: p.read_bytes() for p in downloads.iterdir()} == before
+
+    run = grade_lessons(root, [LESSON], workers=2)
+    totals = _totals(root)
+    assert (totals["carol"], totals["dave"], totals["erin"]) == (6, 5, 4)
+    assert {o.student for o in run.outcomes if o.status == "graded"} >= {"carol", "dave", "erin"}
