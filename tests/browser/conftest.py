@@ -37,7 +37,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 COURSE_ID = "prefill-decode"  # as in nbgrader_config.py
 LESSON_1 = "01_two_phases"
-STANDIN = "00_browser_standin"
 SERVER_START_S = 120  # a loaded 2-core machine; JupyterLab usually answers within 10 s
 UI_TIMEOUT_MS = 60_000  # default for every wait in the browser
 
@@ -73,55 +72,12 @@ class Lesson:
     name: str
     release_nb: Path  # inside the temporary course copy
     source_nb: Path
-    standin: bool  # True: a fabricated lesson, because lesson 1 is not written yet
-
-
-def standin_cells() -> list:
-    """A small lesson shaped like lesson 1: two exercises, graded tests and a bar chart of both."""
-    from utils import nbauthor as nb
-
-    return [
-        nb.md("# Two phases (browser-test stand-in)\nUsed by tests/browser until "
-              f"source/{LESSON_1} exists.", "intro"),
-        nb.readonly("setup", "import math\nimport matplotlib.pyplot as plt\n"
-                             "from course.checks import check_equal\n"
-                             "from course.plotting import PHASE_COLORS, use_course_style\nuse_course_style()"),
-        nb.md("## Exercise 1: prefill passes\nOne forward pass over the whole prompt. Raise "
-              "`ValueError` for a negative `prompt_tokens`."),
-        nb.solution("prefill_passes", "def prefill_passes(prompt_tokens):\n    ### BEGIN SOLUTION\n"
-                    "    if prompt_tokens < 0:\n        raise ValueError('prompt_tokens must be >= 0')\n"
-                    "    return 1 if prompt_tokens else 0\n    ### END SOLUTION"),
-        nb.tests("prefill_passes_test", 1, "check_equal('prefill_passes(512)', prefill_passes(512), 1)\n"
-                 "### BEGIN HIDDEN TESTS\nassert prefill_passes(0) == 0\n### END HIDDEN TESTS"),
-        nb.md("## Exercise 2: decode passes\nOne forward pass per generated token."),
-        nb.solution("decode_passes", "def decode_passes(new_tokens):\n    ### BEGIN SOLUTION\n"
-                    "    if new_tokens < 0:\n        raise ValueError('new_tokens must be >= 0')\n"
-                    "    return new_tokens\n    ### END SOLUTION"),
-        nb.tests("decode_passes_test", 1, "check_equal('decode_passes(128)', decode_passes(128), 128)\n"
-                 "### BEGIN HIDDEN TESTS\nassert decode_passes(3) == 3\n### END HIDDEN TESTS"),
-        nb.readonly("plot", "fig, ax = plt.subplots()\n"
-                            "ax.bar(['prefill', 'decode'], [prefill_passes(512), decode_passes(128)],\n"
-                            "       color=[PHASE_COLORS['prefill'], PHASE_COLORS['decode']])\n"
-                            "ax.set_ylabel('forward passes')\nax.set_title('512-token prompt, 128 new tokens')\n"
-                            "plt.show()"),
-    ]
-
-
-def _nbgrader(args: list[str], cwd: Path) -> None:
-    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
 
 
 @pytest.fixture(scope="session")
 def course_copy(tmp_path_factory) -> tuple[Path, Lesson]:
-    """A temporary copy of the course directory (config, source/, release/) and its gradebook.
-
-    Lesson 1 is the real one when source/01_two_phases holds a notebook (its release from
-    release/ when built, else built here); until then a fabricated stand-in lesson takes its place.
-    """
+    """A temporary copy of the course directory (config, source/, release/) with a gradebook
+    listing every lesson, and lesson 1 in it."""
     from nbgrader.api import Gradebook
 
     root = tmp_path_factory.mktemp("course")
@@ -130,19 +86,11 @@ def course_copy(tmp_path_factory) -> tuple[Path, Lesson]:
     for folder in ("source", "release"):
         if (REPO / folder).is_dir():
             shutil.copytree(REPO / folder, root / folder, ignore=skip)
-    (root / "source").mkdir(exist_ok=True)
 
     sources = sorted((root / "source" / LESSON_1).glob("*.ipynb"))
-    if sources:
-        name, source_nb = LESSON_1, sources[0]
-    else:
-        from utils import nbauthor
-
-        name = STANDIN
-        source_nb = nbauthor.write(root / "source" / STANDIN / "two_phases.ipynb", standin_cells())
-    release_nb = root / "release" / name / source_nb.name
-    if not release_nb.exists():
-        _nbgrader(["generate_assignment", name, "--force"], cwd=root)
+    assert len(sources) == 1, f"source/{LESSON_1} should hold one notebook, not {len(sources)}"
+    release_nb = root / "release" / LESSON_1 / sources[0].name
+    assert release_nb.exists(), f"release/{LESSON_1}/{release_nb.name} is missing: run `make build`"
 
     lessons = sorted(d.name for d in (root / "source").iterdir() if d.is_dir() and any(d.glob("*.ipynb")))
     # The formgrader lists the gradebook's assignments. nbgrader runs `alembic` from PATH when it
@@ -155,7 +103,7 @@ def course_copy(tmp_path_factory) -> tuple[Path, Lesson]:
                 gb.update_or_create_assignment(lesson)
     finally:
         os.environ["PATH"] = path
-    return root, Lesson(name, release_nb, source_nb, standin=name == STANDIN)
+    return root, Lesson(LESSON_1, release_nb, sources[0])
 
 
 @pytest.fixture(scope="session")
