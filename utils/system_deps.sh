@@ -5,7 +5,7 @@
 set -u
 list="$(dirname "$0")/system-packages.txt"
 [ -f "$list" ] || exit 0
-mapfile -t wanted < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$list")
+mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' -e '/^$/d' "$list")
 [ ${#wanted[@]} -gt 0 ] || exit 0
 missing=()
 for pkg in "${wanted[@]}"; do
