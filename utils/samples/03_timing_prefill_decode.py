@@ -1,0 +1,234 @@
+"""Sample answers for lesson 3 (source/03_timing_prefill_decode): plausible mistakes and other
+correct solutions.
+
+Keys are the solution cells' grade_ids; each value is the whole cell as a student would leave it.
+"""
+
+MISTAKES = {
+    # No sync() before reading the clock at the end of a run: on a GPU this times the launch only.
+    "time_fn": '''
+def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
+    """Time fn() `repeats` times, after `warmup` untimed calls; durations in seconds."""
+    if warmup < 0:
+        raise ValueError("warmup must be >= 0")
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    for _ in range(warmup):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = clock()
+        fn()
+        times.append(clock() - start)
+    return {"times_s": times, "median_s": statistics.median(times), "spread_s": max(times) - min(times)}
+''',
+    # TPOT averaged over all n tokens, the first one (the prefill) included.
+    "generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    """Greedy generation of n_out tokens after prompt (B, T)."""
+    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
+        raise ValueError("prompt must be a (B, T) tensor with at least one token")
+    if n_out < 1:
+        raise ValueError("n_out must be at least 1")
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    sync()
+    start = clock()
+    token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
+    sync()
+    times = [clock() - start]
+    tokens = [token]
+    for _ in range(n_out - 1):
+        token = model.decode(token, cache).argmax(dim=-1, keepdim=True)
+        sync()
+        times.append(clock() - start)
+        tokens.append(token)
+    return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
+            "ttft_s": times[0], "tpot_s": times[-1] / n_out, "e2e_s": times[-1]}
+''',
+    # The KV cache a decode step reads is left out of the bytes.
+    "decode_mbu": '''
+def decode_mbu(weight_bytes, kv_bytes, tpot_s, peak_bytes_per_s):
+    """(achieved bytes/s, MBU as a fraction) of one decode step."""
+    if not weight_bytes >= 0:
+        raise ValueError("weight_bytes must be >= 0")
+    if not kv_bytes >= 0:
+        raise ValueError("kv_bytes must be >= 0")
+    if not tpot_s > 0:
+        raise ValueError("tpot_s must be > 0")
+    if not peak_bytes_per_s > 0:
+        raise ValueError("peak_bytes_per_s must be > 0")
+    achieved = weight_bytes / tpot_s
+    return achieved, achieved / peak_bytes_per_s
+''',
+    # MFU returned in percent, not as a fraction.
+    "prefill_mfu": '''
+def prefill_mfu(flops, prefill_s, peak_flops_per_s):
+    """(achieved FLOP/s, MFU as a fraction) of one prefill."""
+    if not flops >= 0:
+        raise ValueError("flops must be >= 0")
+    if not prefill_s > 0:
+        raise ValueError("prefill_s must be > 0")
+    if not peak_flops_per_s > 0:
+        raise ValueError("peak_flops_per_s must be > 0")
+    achieved = flops / prefill_s
+    return achieved, 100 * achieved / peak_flops_per_s
+''',
+    # Each step sees the prompt and only the newest token, not every token generated so far.
+    "generate_without_cache": '''
+def generate_without_cache(model, prompt, n_out):
+    """Greedy generation that recomputes the whole sequence for every token; (B, n_out) ids."""
+    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
+        raise ValueError("prompt must be a (B, T) tensor with at least one token")
+    if n_out < 1:
+        raise ValueError("n_out must be at least 1")
+    sequence, out = prompt, []
+    for _ in range(n_out):
+        token = model.logits_no_cache(sequence).argmax(dim=-1, keepdim=True)
+        out.append(token)
+        sequence = torch.cat([prompt, token], dim=1)
+    return torch.cat(out, dim=1)
+''',
+    # Question 1 answered with the common misconception that Python waits for the GPU.
+    "quiz_answers": '''
+q1 = "a"
+q2 = "b"
+q3 = "d"
+q4 = "a"
+''',
+}
+
+VARIANTS = {
+    # Chained clock reads (one read ends a run and starts the next), numpy statistics, a
+    # preallocated token tensor, the MBU and MFU as one division each.
+    "chained_numpy": {
+        "time_fn": '''
+import numpy as np
+
+def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
+    if warmup < 0:
+        raise ValueError(f"warmup cannot be negative: {warmup}")
+    if repeats <= 0:
+        raise ValueError(f"repeats must be at least 1: {repeats}")
+    for i in range(warmup):
+        fn()
+    sync()
+    marks = [clock()]
+    for i in range(repeats):
+        fn()
+        sync()
+        marks.append(clock())
+    times = np.diff(np.array(marks))
+    return {"times_s": times, "median_s": float(np.median(times)), "spread_s": float(np.ptp(times))}
+''',
+        "generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    if not torch.is_tensor(prompt) or prompt.dim() != 2 or prompt.size(1) == 0:
+        raise ValueError(f"prompt: need a (B, T) tensor with T >= 1")
+    if n_out <= 0:
+        raise ValueError(f"n_out must be positive, got {n_out}")
+    B, T = prompt.shape
+    cache = model.new_cache(batch_size=B, max_seq_len=T + n_out)
+    tokens = torch.zeros((B, n_out), dtype=torch.long, device=prompt.device)
+    stamps = []
+    sync()
+    t_start = clock()
+    for i in range(n_out):
+        if i == 0:
+            logits = model.prefill(prompt, cache)
+        else:
+            logits = model.decode(tokens[:, i - 1:i], cache)
+        tokens[:, i] = torch.argmax(logits, dim=-1)
+        sync()
+        stamps.append(clock() - t_start)
+    tpot = (stamps[-1] - stamps[0]) / (n_out - 1) if n_out > 1 else math.nan
+    return dict(tokens=tokens, token_times_s=stamps, ttft_s=stamps[0], tpot_s=tpot, e2e_s=stamps[-1])
+''',
+        "decode_mbu": '''
+def decode_mbu(weight_bytes, kv_bytes, tpot_s, peak_bytes_per_s):
+    for name, value, strictly in [("weight_bytes", weight_bytes, False), ("kv_bytes", kv_bytes, False),
+                                  ("tpot_s", tpot_s, True), ("peak_bytes_per_s", peak_bytes_per_s, True)]:
+        if math.isnan(value) or value < 0 or (strictly and value == 0):
+            raise ValueError(f"bad {name}: {value}")
+    return (weight_bytes + kv_bytes) / tpot_s, (weight_bytes + kv_bytes) / (tpot_s * peak_bytes_per_s)
+''',
+        "prefill_mfu": '''
+def prefill_mfu(flops, prefill_s, peak_flops_per_s):
+    if math.isnan(flops) or flops < 0:
+        raise ValueError("flops")
+    if math.isnan(prefill_s) or prefill_s <= 0:
+        raise ValueError("prefill_s")
+    if math.isnan(peak_flops_per_s) or peak_flops_per_s <= 0:
+        raise ValueError("peak_flops_per_s")
+    return flops / prefill_s, flops / (prefill_s * peak_flops_per_s)
+''',
+        "generate_without_cache": '''
+def generate_without_cache(model, prompt, n_out):
+    if not torch.is_tensor(prompt) or prompt.dim() != 2 or prompt.shape[-1] == 0:
+        raise ValueError("prompt must hold at least one token per sequence")
+    if n_out <= 0:
+        raise ValueError("n_out must be positive")
+    new = []
+    for _ in range(n_out):
+        ids = torch.cat([prompt] + new, dim=1)
+        new.append(torch.argmax(model.logits_no_cache(ids), dim=-1).unsqueeze(1))
+    return torch.cat(new, dim=1)
+''',
+        "quiz_answers": '''
+q1 = " C "
+q2 = "B"
+q3 = "d"
+q4 = "a"
+''',
+    },
+    # Plain loops everywhere: a hand-written median, a running list of generated tokens.
+    "loops": {
+        "time_fn": '''
+def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
+    if type(warmup) is not int or warmup < 0:
+        raise ValueError("warmup must be a non-negative integer")
+    if type(repeats) is not int or repeats < 1:
+        raise ValueError("repeats must be a positive integer")
+    i = 0
+    while i < warmup:
+        fn()
+        i += 1
+    times = []
+    for _ in range(repeats):
+        sync()
+        a = clock()
+        fn()
+        sync()
+        b = clock()
+        times.append(b - a)
+    s = sorted(times)
+    n = len(s)
+    median = s[n // 2] if n % 2 == 1 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return {"times_s": times, "median_s": median, "spread_s": s[-1] - s[0]}
+''',
+        "generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    if not isinstance(prompt, torch.Tensor) or len(prompt.shape) != 2 or prompt.shape[1] == 0:
+        raise ValueError("bad prompt")
+    if n_out < 1:
+        raise ValueError("bad n_out")
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out - 1)
+    sync()
+    start = clock()
+    logits = model.prefill(prompt, cache)
+    out, times = [], []
+    for step in range(n_out):
+        if step > 0:
+            logits = model.decode(out[-1], cache)
+        out.append(logits.argmax(-1)[:, None])
+        sync()
+        times.append(clock() - start)
+    ttft = times[0]
+    e2e = times[-1]
+    tpot = float("nan")
+    if n_out > 1:
+        tpot = (e2e - ttft) / (n_out - 1)
+    return {"tokens": torch.cat(out, 1), "token_times_s": times, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+''',
+    },
+}
