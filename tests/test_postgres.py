@@ -87,7 +87,8 @@ def postgres_url():
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE gradebook")
         conn.close()
-        yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
+        # SQLAlchemy 2.1 takes psycopg (3) for "postgresql://"; name the installed driver
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/gradebook"
     finally:
         pg(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop", check=False)
         shutil.rmtree(base, ignore_errors=True)
