@@ -1,6 +1,6 @@
 """Autograde every submission in submitted/, write feedback HTML and grades.csv, report each student.
 
-    python -m utils.grade [LESSON ...] [--workers N] [--cell-timeout S] [--show-hidden-tests]
+    python -m utils.grade [LESSON ...] [--workers N] [--cell-timeout S] [--show-hidden-tests] [--course DIR]
 
 Submissions are read from submitted/<student>/<lesson>/ and never modified: each is copied into a
 private work folder and graded there, so nothing a student's code does to relative paths can
@@ -28,6 +28,7 @@ db_url) the workers write to it directly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,7 +339,7 @@ def _merge(src_url: str, dst_url: str, course_id: str, lesson: str, students: li
     from utils.report import alembic_on_path
 
     alembic_on_path()
-    with Gradebook(src_url, course_id) as src, Gradebook(dst_url, course_id) as dst:
+    with _quiet_sqlalchemy(), Gradebook(src_url, course_id) as src, Gradebook(dst_url, course_id) as dst:
         for student in students:
             sub = src.find_submission(lesson, student)
             try:
@@ -361,13 +363,21 @@ def _merge(src_url: str, dst_url: str, course_id: str, lesson: str, students: li
             dst.db.commit()
 
 
+@contextlib.contextmanager
+def _quiet_sqlalchemy():
+    """nbgrader's add_submission triggers SQLAlchemy's harmless autoflush SAWarning; hide it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        yield
+
+
 def record_zero(settings: CourseSettings, lesson: str, student: str) -> None:
     """Every graded cell of the submission scores 0 (replacing any earlier grade)."""
     from nbgrader.api import Gradebook
     from utils.report import alembic_on_path
 
     alembic_on_path()
-    with Gradebook(settings.db_url, settings.course_id) as gb:
+    with _quiet_sqlalchemy(), Gradebook(settings.db_url, settings.course_id) as gb:
         gb.update_or_create_student(student)
         sub = gb.update_or_create_submission(lesson, student)
         for nb in sub.notebooks:
@@ -528,9 +538,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds a cell may run (default: Execute.timeout in nbgrader_config.py)")
     parser.add_argument("--show-hidden-tests", action="store_true", help="show hidden tests in the feedback")
     parser.add_argument("--db-url", default=None, help="gradebook URL (default: nbgrader_config.py or gradebook.db)")
+    parser.add_argument("--course", type=Path, default=REPO, help="course directory (default: this repository)")
     args = parser.parse_args(argv)
     try:
-        table, problems = grade(REPO, args.lessons, workers=args.workers, cell_timeout=args.cell_timeout,
+        table, problems = grade(args.course, args.lessons, workers=args.workers, cell_timeout=args.cell_timeout,
                                 show_hidden_tests=args.show_hidden_tests, db_url=args.db_url)
     except ToolError as err:
         print(f"grade failed: {err}", file=sys.stderr)

@@ -159,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("lessons", nargs="*", help="lessons (default: all in the gradebook)")
     parser.add_argument("--out", type=Path, default=None, help="image path (default: reports/class-report.png)")
     parser.add_argument("--db-url", default=None)
+    parser.add_argument("--course", type=Path, default=REPO, help="course directory (default: this repository)")
     args = parser.parse_args(argv)
-    table, stats, image = report(REPO, args.lessons, args.out, args.db_url)
+    table, stats, image = report(args.course, args.lessons, args.out, args.db_url)
     print(table)
     if image:
         print(f"wrote {image} and {image.with_suffix('.csv')}")
