@@ -58,17 +58,15 @@ class FakeDevice:
         return fn
 
     def clock_reads_waited(self) -> bool:
-        """True when no call was left unwaited-for at any clock read."""
-        pending = False
+        """True when every clock read came after a sync() that followed the last call before it."""
+        unwaited_calls = 0
         for event in self.events:
-            if event == "sync":
-                pending = False
-            elif event == "clock":
-                if pending:
-                    return False
-            else:
-                pending = True
-        return True
+            if event == "clock" and unwaited_calls:
+                break
+            unwaited_calls = 0 if event == "sync" else unwaited_calls + (event != "clock")
+        else:
+            return True
+        return False
 
 
 @dataclass

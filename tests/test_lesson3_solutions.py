@@ -1,0 +1,83 @@
+"""Lesson 3's reference solutions on the real toy model, and the shape of its graded cells.
+
+The autograding itself (reference full marks, stub zero, mistakes, variants) is in
+test_lessons.py; these tests are fast and need no nbgrader run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+from course.device import synchronize
+from course.models import ModelConfig
+from course.toy_model import build_model
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=97)
+
+
+def _cells():
+    nb = nbformat.read(str(NOTEBOOK), as_version=4)
+    return {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade_id")}
+
+
+@pytest.fixture(scope="module")
+def solutions() -> dict:
+    namespace = {"math": math, "statistics": statistics, "time": time, "torch": torch, "synchronize": synchronize}
+    for gid, cell in _cells().items():
+        if cell.metadata["nbgrader"].get("solution"):
+            exec(cell.source, namespace)  # the markers are comments
+    return namespace
+
+
+def test_generate_with_the_cache_picks_the_tokens_of_recomputing_everything(solutions):
+    model = build_model(TINY, seed=5)
+    prompt = torch.randint(0, TINY.vocab_size, (3, 7))
+    out = solutions["generate"](model, prompt, 6)
+    assert out["tokens"].shape == (3, 6)
+    assert torch.equal(out["tokens"], solutions["generate_without_cache"](model, prompt, 6))
+    times = out["token_times_s"]
+    assert len(times) == 6 and all(b >= a for a, b in zip(times, times[1:]))
+    assert out["tpot_s"] == pytest.approx((out["e2e_s"] - out["ttft_s"]) / 5)
+    assert math.isnan(solutions["generate"](model, prompt, 1)["tpot_s"])
+
+
+def test_time_fn_on_a_real_clock(solutions):
+    result = solutions["time_fn"](lambda: time.sleep(0.01), warmup=1, repeats=3)
+    assert len(result["times_s"]) == 3
+    assert 0.009 < result["median_s"] < 0.2 and result["spread_s"] >= 0
+
+
+def test_the_formulas(solutions):
+    assert solutions["decode_mbu"](14e9, 0, 0.014, 2e12) == pytest.approx((1e12, 0.5))
+    assert solutions["prefill_mfu"](1e12, 2.0, 1e12) == pytest.approx((5e11, 0.5))
+
+
+def test_hidden_tests_stand_alone():
+    """Hidden tests compute what they expect themselves and bring their own fakes: nothing a
+    student's cell could replace (course helpers, notebook globals) is used to grade."""
+    for gid, cell in _cells().items():
+        if not cell.metadata["nbgrader"].get("grade"):
+            continue
+        match = re.search(r"### BEGIN HIDDEN TESTS\n(.*)### END HIDDEN TESTS", cell.source, re.S)
+        assert match, f"{gid} has no hidden tests"
+        hidden = match.group(1)
+        for name in ("FakeDevice", "RecordingModel", "check_close", "check_equal", "check_raises", "course."):
+            assert name not in hidden, f"hidden tests of {gid} use {name}"
+
+
+def test_sweeps_shrink_while_grading_and_show_progress():
+    sources = "\n".join(c.source for c in nbformat.read(str(NOTEBOOK), as_version=4).cells)
+    assert 'os.environ.get("NBGRADER_EXECUTION")' in sources
+    assert sources.count("progress(") >= 4
+    assert "NBGRADER_EXECUTION" in " ".join(c.source for c in nbformat.read(str(NOTEBOOK), as_version=4).cells
+                                            if c.cell_type == "markdown")
