@@ -247,8 +247,8 @@ def build_model(config: ModelConfig | str, device: str | torch.device = "cpu",
     cfg = get_model_config(config) if isinstance(config, str) else config
     device = torch.device(device)
     with torch.device("meta"):
-        model = ToyTransformer(cfg)
-    model = model.to_empty(device=device).to(dtype)
+        model = ToyTransformer(cfg).to(dtype)
+    model = model.to_empty(device=device)
     generator = torch.Generator(device=device).manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
