@@ -87,7 +87,8 @@ def test_class_workflow_through_the_exchange(course):
     assert "mul_test" in bob_html or "Score" in bob_html
 
     fetched = student_fetch_feedback(base / "home" / "bob", LESSON, "bob", exchange, COURSE_ID)
-    assert fetched and "HIDDEN-CHECK" not in fetched[0].read_text()
+    assert len(fetched) == 1                                          # bob's own, not alice's
+    assert "Score: 3.0 / 6.0" in fetched[0].read_text() and "HIDDEN-CHECK" not in fetched[0].read_text()
 
     # the instructor may choose to show them (here without releasing)
     feedback(root, LESSON, exchange, show_hidden_tests=True, release_to_students=False)

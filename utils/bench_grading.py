@@ -68,7 +68,8 @@ def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float
     seconds = time.perf_counter() - start
     zero = [f"{o.lesson}/{o.student}: {o.reason}" for o in run.outcomes if o.status != "graded"]
     shutil.rmtree(course.parent, ignore_errors=True)
-    return {"workers": workers, "seconds": seconds, "notebooks": run.submissions, "problems": zero}
+    return {"workers": workers, "seconds": seconds, "notebooks": run.submissions, "problems": zero,
+            "lessons": run.lesson_seconds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"speed-up x{results[0]['seconds'] / r['seconds']:.2f}"
                   + (f", {len(r['problems'])} not graded: {r['problems'][:3]}" if r["problems"] else ""),
                   flush=True)
+            print("    per lesson: " + ", ".join(f"{k} {v:.0f} s" for k, v in r["lessons"].items()), flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

@@ -395,6 +395,7 @@ class GradeRun:
     seconds: float = 0.0
     submissions: int = 0
     logs: dict[str, str] = field(default_factory=dict)
+    lesson_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
@@ -500,6 +501,7 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
             say(out.line())
         run.submissions += len(students)
         run.lessons.append(lesson)
+        run.lesson_seconds[lesson] = time.perf_counter() - lesson_start
         say(f"{lesson}: graded {len(students)} submission(s) in {time.perf_counter() - lesson_start:.1f} s "
             f"with {min(workers, max(1, len(to_grade)))} worker(s)")
     if run.lessons and export:

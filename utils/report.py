@@ -117,23 +117,26 @@ def plot(stats: list[CellStats], path: Path, title: str = "Class report: hardest
 
     path.parent.mkdir(parents=True, exist_ok=True)
     labels = [f"{s.lesson}/{s.cell}" for s in stats]
-    height = max(2.5, 0.45 * len(stats) + 1.2)
+    height = max(3.0, 0.5 * len(stats) + 1.6)
     fig, ax = plt.subplots(figsize=(9, height))
     y = list(range(len(stats)))
-    ax.barh([i - 0.2 for i in y], [100 * s.mean_share for s in stats], height=0.4, label="mean score (% of max)",
-            color="#4C72B0")
-    ax.barh([i + 0.2 for i in y], [100 * s.full_marks for s in stats], height=0.4, label="students with full marks (%)",
-            color="#DD8452")
+    mean = ax.barh([i - 0.2 for i in y], [100 * s.mean_share for s in stats], height=0.4,
+                   label="mean score (% of max)", color="#4C72B0")
+    full = ax.barh([i + 0.2 for i in y], [100 * s.full_marks for s in stats], height=0.4,
+                   label="students with full marks (%)", color="#DD8452")
+    for bars in (mean, full):
+        ax.bar_label(bars, fmt="%.0f%%", padding=2, fontsize="x-small")
     ax.set_yticks(y, labels)
     ax.invert_yaxis()  # hardest first, at the top
-    ax.set_xlim(0, 100)
+    ax.set_xlim(0, 108)
     ax.set_xlabel("percent")
     n = max((s.submissions for s in stats), default=0)
     ax.set_title(f"{title} ({n} submissions)")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / height), ncol=2, fontsize="small",
+              frameon=False)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -92,20 +92,26 @@ def feedback(root: Path, lesson: str, exchange: Path | None = None, show_hidden_
 
 # --- the student side, for rehearsals and tests ------------------------------------------------
 
+# Each simulated student keeps nbgrader's submission cache in their own folder, as on a hub where
+# every student has a home: fetch_feedback looks there for the student's own submissions.
+def _as_student(home: Path, student: str, course_id: str) -> list[str]:
+    return [f"--course={course_id}", f"--student={student}", f"--Exchange.cache={Path(home).resolve() / '.nbgrader_cache'}"]
+
+
 def student_fetch(home: Path, lesson: str, student: str, exchange: Path, course_id: str) -> Path:
     """What a student's `nbgrader fetch_assignment` does, in folder `home`."""
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True)
-    _run(["fetch_assignment", lesson, f"--course={course_id}", f"--student={student}"], home, exchange)
+    _run(["fetch_assignment", lesson, *_as_student(home, student, course_id)], home, exchange)
     return home / lesson
 
 
 def student_submit(home: Path, lesson: str, student: str, exchange: Path, course_id: str) -> str:
-    return _run(["submit", lesson, f"--course={course_id}", f"--student={student}"], Path(home), exchange)
+    return _run(["submit", lesson, *_as_student(home, student, course_id)], Path(home), exchange)
 
 
 def student_fetch_feedback(home: Path, lesson: str, student: str, exchange: Path, course_id: str) -> list[Path]:
-    _run(["fetch_feedback", lesson, f"--course={course_id}", f"--student={student}"], Path(home), exchange)
+    _run(["fetch_feedback", lesson, *_as_student(home, student, course_id)], Path(home), exchange)
     return sorted(Path(home).glob(f"{lesson}/feedback/*/*.html"))
 
 
