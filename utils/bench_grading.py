@@ -1,14 +1,14 @@
 """Grading throughput: how long `utils.grade` takes for a class, serial and in parallel.
 
-    python -m utils.bench_grading [--students 50] [--workers 1 2] [--lessons ...] [--sandbox]
+    python -m utils.bench_grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--sandbox]
 
 A benchmark, not a test: it builds a scratch course from the lessons in source/ (or, with
---sandbox or when source/ has none, the two tiny sandbox lessons of utils.workflow), submits the
-whole course for --students students (every fifth with the lesson's sample mistakes from
-utils/samples when it has them, the others the reference solution), then grades the class once
-per --workers value, each time on a fresh copy, and prints wall time, submissions per minute
-(a submission = one student's whole course; a notebook = one lesson of one student) and the
-speed-up over the first --workers value. Grading includes building the gradebook entries,
+--sandbox or when source/ has none, the two tiny sandbox lessons of utils.workflow), has enough
+students submit every lesson to make --submissions notebook submissions (50 by default: 17
+students x 3 lessons = 51; every fifth student with the lesson's sample mistakes from
+utils/samples, the others the reference solution), then grades the class once per --workers
+value, each time on a fresh copy, and prints wall time, submissions (one lesson of one student)
+per minute and the speed-up over the first --workers value. Grading includes building the gradebook entries,
 autograde, feedback HTML and the grades.csv export, as `python -m utils.grade` does.
 """
 
@@ -74,7 +74,10 @@ def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=50)
+    parser.add_argument("--submissions", type=int, default=50,
+                        help="notebook submissions in all, spread evenly over the lessons (default 50)")
+    parser.add_argument("--students", type=int, default=None,
+                        help="students, each submitting every lesson (overrides --submissions)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--lessons", nargs="*", default=None, help="lessons from source/ (default: all)")
     parser.add_argument("--sandbox", action="store_true", help="grade the tiny sandbox lessons instead")
@@ -83,16 +86,17 @@ def main(argv: list[str] | None = None) -> int:
     use_sandbox = args.sandbox or not lessons(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
-        prepared, names = prepare(base, args.lessons, args.students, use_sandbox)
-        print(f"grading {args.students} students x {len(names)} lesson(s) ({', '.join(names)}"
+        n_lessons = 2 if use_sandbox else len(args.lessons or lessons(REPO))
+        students = args.students or -(-args.submissions // n_lessons)
+        prepared, names = prepare(base, args.lessons, students, use_sandbox)
+        print(f"grading {students} students x {len(names)} lesson(s) = {students * len(names)} submissions ({', '.join(names)}"
               f"{', sandbox' if use_sandbox else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
         results = []
         for workers in args.workers:
             r = run_once(prepared, names, workers, args.cell_timeout)
             results.append(r)
-            per_min = 60 * args.students / r["seconds"]
-            print(f"workers={workers}: {r['seconds']:.0f} s, {per_min:.2f} submissions/min "
-                  f"({60 * r['notebooks'] / r['seconds']:.1f} notebooks/min), "
+            print(f"workers={workers}: {r['seconds']:.0f} s, {60 * r['notebooks'] / r['seconds']:.2f} "
+                  f"submissions/min ({60 * students / r['seconds']:.2f} students' whole course/min), "
                   f"speed-up x{results[0]['seconds'] / r['seconds']:.2f}"
                   + (f", {len(r['problems'])} not graded: {r['problems'][:3]}" if r["problems"] else ""),
                   flush=True)

@@ -80,10 +80,15 @@ def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
     return CourseSettings(str(course_id), str(url))
 
 
-def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None) -> tuple[int, str, bool]:
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
+                 env_extra: dict[str, str] | None = None) -> tuple[int, str, bool]:
     """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
     included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
     env = dict(os.environ)
+    env.update(env_extra or {})
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["COURSE_TOOLS"] = str(REPO)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -311,7 +316,7 @@ class _Chunk:
 
 
 def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseSettings,
-                 extra: list[str], watchdog: float) -> _Chunk:
+                 extra: list[str], watchdog: float, env_extra: dict[str, str] | None = None) -> _Chunk:
     """Autograde `students` in a private copy of the course folder (one nbgrader process)."""
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-"))
     chunk = _Chunk(students, work)
@@ -329,7 +334,8 @@ def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseS
         url = settings.db_url
     args = ["autograde", lesson, "--force", f"--CourseDirectory.root={work}",
             f"--CourseDirectory.db_url={url}", f"--CourseDirectory.course_id={settings.course_id}", *extra]
-    chunk.rc, chunk.log, chunk.killed = run_nbgrader(args, cwd=work, timeout=watchdog * len(students))
+    chunk.rc, chunk.log, chunk.killed = run_nbgrader(args, cwd=work, timeout=watchdog * len(students),
+                                                     env_extra=env_extra)
     return chunk
 
 
@@ -428,6 +434,10 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
         outcomes = {s: preflight(root, lesson, s, known) for s in students}
         to_grade = [s for s in students if outcomes[s].status != "zero"]
         chunks = [to_grade[i::workers] for i in range(min(workers, len(to_grade)))]
+        # Parallel kernels share the cores: each numeric library gets its share of threads
+        # (unless the instructor set them), instead of every kernel starting one per core.
+        share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
+        env_extra = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
 
         def finish(chunk: _Chunk, retry: list[list[str]]) -> None:
             per_student = _student_logs(chunk.log)
@@ -467,7 +477,8 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
         while pending:
             retry: list[list[str]] = []
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog) for c in pending]
+                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog, env_extra)
+                           for c in pending]
                 for fut in as_completed(futures):
                     finish(fut.result(), retry)
             pending = retry
