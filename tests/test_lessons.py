@@ -63,3 +63,7 @@ def test_alternative_solution_gets_full_marks(lesson, variant):
 def test_every_lesson_has_alternative_solutions():
     missing = [lesson for lesson in LESSONS if not load_samples(lesson)[1]]
     assert not missing, f"no VARIANTS for {missing}"
+
+
+def test_three_lessons_in_teaching_order():
+    assert LESSONS == ["01_two_phases", "02_arithmetic_intensity", "03_timing_prefill_decode"]
