@@ -19,7 +19,8 @@ One bad submission never stops the others, and every submission gets a line sayi
   - a warning on stderr in a correct graded cell costs nothing; gigantic outputs are cut.
   (utils/nbgrader_plugins.py does the kernel and output parts inside nbgrader.)
 
-Grading runs in parallel worker processes (--workers, default: the number of CPU cores). With the
+Grading runs in parallel worker processes (--workers, default: the number of CPU cores), each on
+its own cores (CPU affinity, which the kernels inherit; see the benchmark in docs). With the
 SQLite gradebook each worker writes its own copy of it and this command merges the results into
 gradebook.db one at a time, so SQLite never sees two writers; with a database server (PostgreSQL
 db_url) the workers write to it directly.
@@ -31,6 +32,7 @@ import argparse
 import contextlib
 import hashlib
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -84,7 +86,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NU
 
 
 def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
-                 env_extra: dict[str, str] | None = None) -> tuple[int, str, bool]:
+                 env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> tuple[int, str, bool]:
     """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
     included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
     env = dict(os.environ)
@@ -95,6 +97,11 @@ def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
     with tempfile.TemporaryFile(mode="w+") as out:
         proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        if cpus:
+            try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
+                os.sched_setaffinity(proc.pid, cpus)
+            except (AttributeError, OSError):
+                pass
         killed = False
         try:
             proc.wait(timeout=timeout)
@@ -316,7 +323,8 @@ class _Chunk:
 
 
 def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseSettings,
-                 extra: list[str], watchdog: float, env_extra: dict[str, str] | None = None) -> _Chunk:
+                 extra: list[str], watchdog: float, env_extra: dict[str, str] | None = None,
+                 slots: "queue.Queue | None" = None) -> _Chunk:
     """Autograde `students` in a private copy of the course folder (one nbgrader process)."""
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-"))
     chunk = _Chunk(students, work)
@@ -334,8 +342,13 @@ def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseS
         url = settings.db_url
     args = ["autograde", lesson, "--force", f"--CourseDirectory.root={work}",
             f"--CourseDirectory.db_url={url}", f"--CourseDirectory.course_id={settings.course_id}", *extra]
-    chunk.rc, chunk.log, chunk.killed = run_nbgrader(args, cwd=work, timeout=watchdog * len(students),
-                                                     env_extra=env_extra)
+    cpus = slots.get() if slots is not None else None
+    try:
+        chunk.rc, chunk.log, chunk.killed = run_nbgrader(args, cwd=work, timeout=watchdog * len(students),
+                                                         env_extra=env_extra, cpus=cpus)
+    finally:
+        if slots is not None:
+            slots.put(cpus)
     return chunk
 
 
@@ -436,8 +449,11 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
         chunks = [to_grade[i::workers] for i in range(min(workers, len(to_grade)))]
         # Parallel kernels share the cores: each numeric library gets its share of threads
         # (unless the instructor set them), instead of every kernel starting one per core.
+        # Each worker runs on its own cores (CPU affinity, which kernels inherit and torch's
+        # thread count follows) when there are enough of them.
         share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
         env_extra = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
+        slots = _cpu_slots(len(chunks))
 
         def finish(chunk: _Chunk, retry: list[list[str]]) -> None:
             per_student = _student_logs(chunk.log)
@@ -477,7 +493,7 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
         while pending:
             retry: list[list[str]] = []
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog, env_extra)
+                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog, env_extra, slots)
                            for c in pending]
                 for fut in as_completed(futures):
                     finish(fut.result(), retry)
@@ -521,6 +537,21 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
             say(f"wrote {root / 'grades.csv'} and feedback/ (HTML per student and lesson)")
     run.seconds = time.perf_counter() - start
     return run
+
+
+def _cpu_slots(workers: int) -> "queue.Queue | None":
+    """One disjoint set of cores per worker, or None when there are too few cores to split."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return None
+    if workers < 2 or len(cpus) < workers:
+        return None
+    share = len(cpus) // workers
+    slots: queue.Queue = queue.Queue()
+    for i in range(workers):
+        slots.put(set(cpus[i * share:(i + 1) * share]))
+    return slots
 
 
 def _last(per_student: dict[str, str]) -> str | None:
