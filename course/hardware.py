@@ -78,7 +78,7 @@ CATALOG: dict[str, Accelerator] = {
         Accelerator(
             "H200 SXM", {"bf16": 989 * TERA, "fp8": 1979 * TERA, "tf32": 494.5 * TERA, "fp32": 67 * TERA},
             4800 * GIGA, 141 * GIGA, "NVIDIA H200 datasheet", l2_cache_bytes=50e6,
-            aliases=("h200", "nvidia h200", "nvidia h200 nvl"),
+            aliases=("h200", "nvidia h200"),  # not the H200 NVL: its dense peak is lower
         ),
         Accelerator(
             "L4", {"bf16": 121 * TERA, "fp8": 242.5 * TERA}, 300 * GIGA, 24 * GIGA,
