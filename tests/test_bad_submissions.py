@@ -112,7 +112,7 @@ def graded(tmp_path_factory):
 
 
 def _cells(course: Path, student: str) -> dict[str, float]:
-    from utils.report import read_scores_url
+    from utils.coursedir import read_scores_url
     from utils.grade import course_settings
 
     s = course_settings(course)

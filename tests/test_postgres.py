@@ -22,7 +22,8 @@ import pytest
 
 from utils.coursedir import submission_from
 from utils.grade import grade_lessons, run_nbgrader
-from utils.report import read_scores_url, report
+from utils.coursedir import read_scores_url
+from utils.report import report
 from utils.workflow import sandbox
 
 pytestmark = pytest.mark.slow

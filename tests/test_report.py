@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from utils.coursedir import CellScore
-from utils.report import class_stats, read_scores_url, report, stats_table
+from utils.coursedir import read_scores_url
+from utils.report import class_stats, report, stats_table
 
 COURSE_ID = "prefill-decode"
 # student -> {cell: score}; q_easy max 1, q_mid max 2, q_hard max 4 (lesson 01), q_other max 1 (02)
@@ -26,7 +27,7 @@ LESSON_OF = {"q_easy": "01_a", "q_mid": "01_a", "q_hard": "01_a", "q_other": "02
 def gradebook_course(tmp_path: Path) -> Path:
     """A course folder whose gradebook.db holds four graded students (made with nbgrader's API)."""
     from nbgrader.api import Gradebook
-    from utils.report import alembic_on_path
+    from utils.coursedir import alembic_on_path
 
     alembic_on_path()
     (tmp_path / "nbgrader_config.py").write_text(

@@ -12,7 +12,7 @@ import pytest
 
 from utils.coursedir import nbgrader_meta, submission_from
 from utils.grade import course_settings, grade_lessons
-from utils.report import read_scores_url
+from utils.coursedir import read_scores_url
 from utils.workflow import (collect, feedback, import_roster, release, sandbox, student_fetch,
                             student_fetch_feedback, student_submit, zip_collect)
 

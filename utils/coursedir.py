@@ -115,16 +115,24 @@ class CellScore:
 
 
 def read_scores(course: Path, lesson_names: list[str] | None = None) -> list[CellScore]:
-    """Every graded cell's score for every submission in the course's gradebook."""
+    """Every graded cell's score for every submission in the course's SQLite gradebook.db."""
+    return read_scores_url(f"sqlite:///{Path(course) / 'gradebook.db'}", None, lesson_names)
+
+
+def read_scores_url(db_url: str, course_id: str | None = None, lesson_names: list[str] | None = None) -> list[CellScore]:
+    """Every graded cell's score for every submission in the gradebook at `db_url` (SQLite or
+    PostgreSQL), optionally only one course's and only some lessons'."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    db = Path(course) / "gradebook.db"
-    if not db.exists():
+    alembic_on_path()
+    if db_url.startswith("sqlite:///") and not Path(db_url[len("sqlite:///"):]).exists():
         return []
     rows: list[CellScore] = []
-    with Gradebook(f"sqlite:///{db}") as gb:
+    with Gradebook(db_url, course_id or "default_course") as gb:
         for assignment in gb.assignments:
             if lesson_names is not None and assignment.name not in lesson_names:
+                continue
+            if course_id and assignment.course_id != course_id:
                 continue
             for sub in assignment.submissions:
                 for nb in sub.notebooks:
@@ -137,6 +145,14 @@ def read_scores(course: Path, lesson_names: list[str] | None = None) -> list[Cel
                                               float(score or 0.0), float(grade.max_score)))
     rows.sort(key=lambda r: (r.lesson, r.student))
     return rows
+
+
+def alembic_on_path() -> None:
+    """nbgrader's Gradebook runs `alembic` from PATH when it creates a database: make it this
+    interpreter's (the virtual environment's bin folder may not be on PATH)."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
 
 
 def score_table(rows: list[CellScore]) -> str:

@@ -355,7 +355,7 @@ def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseS
 def _merge(src_url: str, dst_url: str, course_id: str, lesson: str, students: list[str]) -> None:
     """Copy the autograde results of `students` from a worker's gradebook into the course's."""
     from nbgrader.api import Gradebook, MissingEntry
-    from utils.report import alembic_on_path
+    from utils.coursedir import alembic_on_path
 
     alembic_on_path()
     with _quiet_sqlalchemy(), Gradebook(src_url, course_id) as src, Gradebook(dst_url, course_id) as dst:
@@ -393,7 +393,7 @@ def _quiet_sqlalchemy():
 def record_zero(settings: CourseSettings, lesson: str, student: str) -> None:
     """Every graded cell of the submission scores 0 (replacing any earlier grade)."""
     from nbgrader.api import Gradebook
-    from utils.report import alembic_on_path
+    from utils.coursedir import alembic_on_path
 
     alembic_on_path()
     with _quiet_sqlalchemy(), Gradebook(settings.db_url, settings.course_id) as gb:
@@ -514,7 +514,7 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
             rc, log, _ = run_nbgrader(args, cwd=root)
             if rc != 0:
                 run.logs[f"{lesson}/feedback"] = log
-        from utils.report import read_scores_url
+        from utils.coursedir import read_scores_url
 
         totals: dict[str, list[float]] = {}
         for r in read_scores_url(settings.db_url, settings.course_id, [lesson]):
@@ -567,7 +567,7 @@ def grade(root: Path = REPO, names: list[str] | None = None, **options) -> tuple
     if run.logs:
         log = Path(root) / "autograde.log"
         log.write_text("\n\n".join(f"===== {k}\n{v}" for k, v in run.logs.items()))
-    from utils.report import read_scores_url
+    from utils.coursedir import read_scores_url
 
     settings = course_settings(root, options.get("db_url"))
     table = score_table(read_scores_url(settings.db_url, settings.course_id, run.lessons))

@@ -16,44 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from utils.coursedir import REPO, CellScore
-
-
-def alembic_on_path() -> None:
-    """nbgrader's Gradebook runs `alembic` from PATH when it creates a database: make it this
-    interpreter's (the virtual environment's bin folder may not be on PATH)."""
-    import os
-
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-
-
-def read_scores_url(db_url: str, course_id: str | None = None, lesson_names: list[str] | None = None) -> list[CellScore]:
-    """Every graded cell's score for every submission in the gradebook at `db_url`."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    alembic_on_path()
-    if db_url.startswith("sqlite:///") and not Path(db_url[len("sqlite:///"):]).exists():
-        return []
-    rows: list[CellScore] = []
-    with Gradebook(db_url, course_id or "default_course") as gb:
-        for assignment in gb.assignments:
-            if lesson_names is not None and assignment.name not in lesson_names:
-                continue
-            if course_id and assignment.course_id != course_id:
-                continue
-            for sub in assignment.submissions:
-                for nb in sub.notebooks:
-                    for grade in nb.grades:
-                        try:
-                            score = grade.score
-                        except MissingEntry:
-                            score = 0.0
-                        rows.append(CellScore(assignment.name, sub.student.id, grade.name,
-                                              float(score or 0.0), float(grade.max_score)))
-    rows.sort(key=lambda r: (r.lesson, r.student))
-    return rows
+from utils.coursedir import REPO, CellScore, read_scores_url
 
 
 @dataclass
