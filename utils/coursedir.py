@@ -48,12 +48,20 @@ def resolve_lessons(names: list[str], root: Path = REPO) -> list[str]:
     return names
 
 
+def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for an nbgrader subprocess: this interpreter's bin folder first on PATH
+    (nbgrader runs `alembic` from PATH), and COURSE_TOOLS pointing at this repository so that
+    nbgrader_config.py finds the grading plugins even in a scratch copy of the course."""
+    env = dict(os.environ)
+    env.update(extra or {})
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["COURSE_TOOLS"] = str(REPO)
+    return env
+
+
 def nbgrader(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
     """Run one nbgrader command in course directory `cwd` with this interpreter's nbgrader."""
-    env = dict(os.environ)
-    # nbgrader runs `alembic` from PATH: put this interpreter's bin folder first.
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=nbgrader_env(),
                           capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")

@@ -47,7 +47,8 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import REPO, ToolError, lessons, nbgrader_meta, resolve_lessons, score_table, source_notebook
+from utils.coursedir import (REPO, ToolError, lessons, nbgrader_env, nbgrader_meta, resolve_lessons, score_table,
+                             source_notebook)
 from utils.nbgrader_plugins import parse_events
 
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
@@ -89,10 +90,7 @@ def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
                  env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> tuple[int, str, bool]:
     """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
     included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
-    env = dict(os.environ)
-    env.update(env_extra or {})
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["COURSE_TOOLS"] = str(REPO)
+    env = nbgrader_env(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
     with tempfile.TemporaryFile(mode="w+") as out:
         proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
