@@ -7,11 +7,35 @@ not use them (a student's cell could replace anything imported here).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 
 class CheckFailed(AssertionError):
     """A visible check did not pass; the message says what was expected and what came back."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows this list instead of a traceback: the one line that says what to fix.
+        return [f"CheckFailed: {self}"]
+
+
+@contextmanager
+def checking(title: str) -> Iterator[None]:
+    """Wrap the visible checks of a graded cell, so that an exercise not written yet, or a quiz
+    question not answered yet, is reported in one line naming it instead of a traceback.
+
+        with checking("Exercise A: request_metrics"):
+            check_close("TTFT (s)", request_metrics(0.0, [0.4, 0.43])["ttft_s"], 0.4)
+    """
+    try:
+        yield
+    except NotImplementedError:
+        raise CheckFailed(f"{title}: not written yet; replace `raise NotImplementedError()` "
+                          f"in the exercise cell above with your code, run it, then run this cell") from None
+    except NameError as err:
+        name = getattr(err, "name", None) or str(err)
+        raise CheckFailed(f"{title}: `{name}` is not defined yet; run the cell above "
+                          f"(and every cell before it) first") from None
 
 
 def _fmt(value: Any) -> str:
