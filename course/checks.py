@@ -1,82 +1,239 @@
-"""Visible checks: print what was expected next to what the student's code returned.
+"""Visible checks: one line that says what was expected and what the student's code returned.
 
 These helpers only compare; they never compute an exercise's answer. The graded hidden tests do
 not use them (a student's cell could replace anything imported here).
+
+Every graded test cell wraps its visible checks in ``checking``:
+
+    with checking("Exercise A: request_metrics"):
+        m = request_metrics(0.0, np.array([0.4, 0.43, 0.46]))
+        check_close("TTFT (s)", m["ttft_s"], 0.4)
+
+A failure is then one line, not a traceback: IPython prints an exception's
+``_render_traceback_()`` in place of its traceback, and frames of this module carry
+``__tracebackhide__`` so that IPython leaves them out of any other traceback a check passes on.
+
+- a check that fails: ``CheckFailed: [Exercise A: request_metrics] TPOT (s): expected 0.03,
+  returned 0.02985 (0.995x the expected)``, both numbers in one format, their ratio when they
+  differ by more than rounding;
+- an exercise not written yet (``raise NotImplementedError()`` still in place): one line naming
+  the function and saying what to do;
+- a quiz not answered or a function not run yet (``NameError`` in the test cell itself): one line
+  saying which cell to run or how to answer;
+- a figure created inside the block is closed when the exercise is not written yet, so no empty
+  chart appears under the message.
+
+Any other error raised inside the student's code (a ``TypeError`` in their function, say) passes
+through unchanged, with the student's frames and without this module's.
 """
 
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+import re
+import sys
+from typing import Any, Callable
+
+__all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raises"]
+
+QUIZ_NAME = re.compile(r"q\d+[a-z]?")  # q1, q2, q3b: the names quiz answers are given
 
 
 class CheckFailed(AssertionError):
     """A visible check did not pass; the message says what was expected and what came back."""
 
     def _render_traceback_(self) -> list[str]:
-        # IPython shows this list instead of a traceback: the one line that says what to fix.
-        return [f"CheckFailed: {self}"]
+        # IPython (and so Jupyter and nbgrader's Validate) shows this list instead of a
+        # traceback: the one line that says what to fix.
+        return [f"{type(self).__name__}: {self}"]
 
 
-@contextmanager
-def checking(title: str) -> Iterator[None]:
-    """Wrap the visible checks of a graded cell, so that an exercise not written yet, or a quiz
-    question not answered yet, is reported in one line naming it instead of a traceback.
+class checking:  # noqa: N801 - used like a function: `with checking("Exercise A: ..."):`
+    """Wrap the visible checks of a graded cell (or a cell that draws a student's figure).
 
-        with checking("Exercise A: request_metrics"):
-            check_close("TTFT (s)", request_metrics(0.0, [0.4, 0.43])["ttft_s"], 0.4)
+    Reports in one line, prefixed with ``[title]``: a failed check, an exercise not written yet,
+    a quiz question not answered yet, a name not defined yet. Figures opened inside the block are
+    closed when the exercise is not written yet, so no empty chart is left under the message.
     """
+
+    def __init__(self, title: str):
+        self.title = str(title)
+        self._figures: set[int] | None = None
+
+    def __enter__(self) -> "checking":
+        self._figures = _open_figures()
+        return self
+
+    def __exit__(self, etype, err, tb) -> bool:
+        __tracebackhide__ = True
+        if err is None:
+            return False
+        if isinstance(err, CheckFailed):
+            if not str(err).startswith(("[", f"{self.title}:")):
+                err.args = (f"[{self.title}] {err}",)
+            raise err.with_traceback(None) from None
+        raised_here = tb is not None and tb.tb_next is None  # in the test cell, not in a function
+        if isinstance(err, NotImplementedError):
+            self._close_new_figures()
+            function = _raising_function(tb)
+            what = f"`{function}` is" if function else "this exercise is"
+            raise CheckFailed(f"[{self.title}] {what} not written yet: in its cell above, replace "
+                              f"`raise NotImplementedError()` with your code, run that cell, "
+                              f"then run this one") from None
+        if isinstance(err, NameError) and raised_here:
+            self._close_new_figures()
+            name = getattr(err, "name", None) or _quoted_name(str(err)) or "a name"
+            if QUIZ_NAME.fullmatch(name):
+                raise CheckFailed(f"[{self.title}] `{name}` is not answered yet: in the answer cell "
+                                  f"above, write {name} = \"a\" (your letter, in quotes), run that "
+                                  f"cell, then run this one") from None
+            raise CheckFailed(f"[{self.title}] `{name}` is not defined yet: run the cells above "
+                              f"this one, from the top (Run > Run All Above Selected Cell)") from None
+        if raised_here and isinstance(err, TypeError) and "'NoneType'" in str(err):
+            raise CheckFailed(f"[{self.title}] your function returned None: does it end with "
+                              f"`return ...`? ({err})") from None
+        if raised_here and isinstance(err, KeyError):
+            raise CheckFailed(f"[{self.title}] the returned value has no key {err}: "
+                              f"check the spelling of the keys the exercise asks for") from None
+        return False  # the student's own error: shown with their frames, ours hidden
+
+    def _close_new_figures(self) -> None:
+        if self._figures is None or "matplotlib.pyplot" not in sys.modules:
+            return
+        plt = sys.modules["matplotlib.pyplot"]
+        for number in set(plt.get_fignums()) - self._figures:
+            plt.close(number)
+
+
+def _open_figures() -> set[int] | None:
+    plt = sys.modules.get("matplotlib.pyplot")  # never import it ourselves: it is slow
+    return set(plt.get_fignums()) if plt is not None else set()
+
+
+def _raising_function(tb) -> str | None:
+    """Name of the function that raised, if it is a function (not a cell's top level)."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    name = tb.tb_frame.f_code.co_name if tb is not None else None
+    return name if name and not name.startswith("<") else None
+
+
+def _quoted_name(message: str) -> str | None:
+    found = re.search(r"name '([^']+)'", message)
+    return found.group(1) if found else None
+
+
+# --- numbers: one format for both, and their ratio -------------------------------------------
+
+def _number(value: Any) -> float | None:
+    """`value` as a float if it is a real number (Python, numpy or torch scalar), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    item = getattr(value, "item", None)
+    if not callable(item) or tuple(getattr(value, "shape", ())) != ():
+        return None  # an array is not a number, even with one element
     try:
-        yield
-    except NotImplementedError:
-        raise CheckFailed(f"{title}: not written yet; replace `raise NotImplementedError()` "
-                          f"in the exercise cell above with your code, run it, then run this cell") from None
-    except NameError as err:
-        name = getattr(err, "name", None) or str(err)
-        raise CheckFailed(f"{title}: `{name}` is not defined yet; run the cell above "
-                          f"(and every cell before it) first") from None
+        inner = item()  # numpy and torch scalars
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+        return float(inner)
+    return None
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return repr(value)
+def _integral(x: float) -> bool:
+    return math.isfinite(x) and x == int(x) and abs(x) < 1e12
 
+
+def format_pair(expected: float, returned: float, tell_apart: bool = True) -> tuple[str, str]:
+    """Both numbers in the same format: whole numbers with thousands separators, otherwise the
+    same number of significant digits, 6, or as many as it takes (up to 17) to tell them apart."""
+    if _integral(expected) and _integral(returned):
+        return f"{int(expected):,}", f"{int(returned):,}"
+    digits = 6
+    while tell_apart and digits < 17 and f"{expected:.{digits}g}" == f"{returned:.{digits}g}" and expected != returned:
+        digits += 1
+    return f"{expected:.{digits}g}", f"{returned:.{digits}g}"
+
+
+def ratio_note(expected: float, returned: float) -> str:
+    """' (8x the expected)', ' (1/1000 of the expected)', ' (0.995x the expected)', or ''."""
+    if not (math.isfinite(expected) and math.isfinite(returned)) or expected == 0 or returned == 0:
+        return ""
+    r = returned / expected
+    if r < 0:
+        return " (the opposite sign)"
+    if abs(r - 1) < 1e-3:
+        return ""
+    if r >= 2:
+        return f" ({_factor(r)}x the expected)"
+    if r <= 0.5:
+        return f" (1/{_factor(1 / r)} of the expected)"
+    return f" ({r:.4g}x the expected)"
+
+
+def _factor(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "None (type NoneType): does the function end with `return ...`?"
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{text} of type {type(value).__name__}"
+
+
+# --- the checks --------------------------------------------------------------------------------
 
 def check_close(label: str, returned: Any, expected: float, rel: float = 1e-6, abs_tol: float = 0.0) -> None:
-    """Pass if `returned` is a real number within `rel` (relative) of `expected`.
+    """Pass if `returned` is a real number within `rel` (relative) or `abs_tol` of `expected`.
 
-    Prints one line either way: ``ok   label: expected X, returned Y``.
+    Prints ``ok    label: expected X, returned Y``; raises CheckFailed with both numbers in the
+    same format (and their ratio) otherwise.
     """
-    number = isinstance(returned, (int, float)) and not isinstance(returned, bool)
-    if not number:
-        try:  # numpy and torch scalars
-            number = hasattr(returned, "item") and isinstance(returned.item(), (int, float))
-            returned = returned.item() if number else returned
-        except (TypeError, ValueError, RuntimeError):
-            number = False
-    if not number:
-        _fail(label, f"expected a number close to {_fmt(expected)}, returned {_fmt(returned)} "
-                     f"of type {type(returned).__name__}")
-    if not math.isclose(float(returned), expected, rel_tol=rel, abs_tol=abs_tol):
-        _fail(label, f"expected {_fmt(expected)}, returned {_fmt(float(returned))}")
-    print(f"ok    {label}: expected {_fmt(expected)}, returned {_fmt(float(returned))}")
+    __tracebackhide__ = True
+    got = _number(returned)
+    if got is None:
+        _fail(label, f"expected a number close to {format_pair(expected, expected)[0]}, "
+                     f"returned {_describe(returned)}")
+    close = math.isclose(got, float(expected), rel_tol=rel, abs_tol=abs_tol)
+    want, shown = format_pair(float(expected), got, tell_apart=not close)
+    if not close:
+        _fail(label, f"expected {want}, returned {shown}{ratio_note(float(expected), got)}")
+    print(f"ok    {label}: expected {want}, returned {shown}")
 
 
 def check_equal(label: str, returned: Any, expected: Any) -> None:
     """Pass if `returned == expected`; prints expected against returned."""
-    if returned != expected:
-        _fail(label, f"expected {_fmt(expected)}, returned {_fmt(returned)}")
-    print(f"ok    {label}: expected {_fmt(expected)}, returned {_fmt(returned)}")
+    __tracebackhide__ = True
+    want, got = _number(expected), _number(returned)
+    if want is not None and got is not None:
+        want_s, got_s = format_pair(want, got)
+        note = ratio_note(want, got)
+    else:
+        want_s, got_s, note = repr(expected), repr(returned), ""
+        if returned is None:
+            got_s = _describe(None)
+    try:
+        same = bool(returned == expected)
+    except (TypeError, ValueError):  # numpy arrays compare element-wise
+        same = False
+    if not same:
+        _fail(label, f"expected {want_s}, returned {got_s}{note}")
+    print(f"ok    {label}: expected {want_s}, returned {got_s}")
 
 
 def check_raises(label: str, func: Callable[..., Any], *args: Any, names: str | None = None, **kwargs: Any) -> None:
     """Pass if ``func(*args, **kwargs)`` raises ValueError whose message mentions `names`.
 
-    Use it to check that impossible input (a negative bandwidth, zero tokens, NaN) is rejected
-    with an error that names the bad argument.
+    For the course's own functions and given helpers: impossible input (a negative bandwidth,
+    zero tokens, NaN) is rejected with an error that names the bad argument.
     """
+    __tracebackhide__ = True
     try:
         result = func(*args, **kwargs)
     except ValueError as err:
@@ -85,12 +242,13 @@ def check_raises(label: str, func: Callable[..., Any], *args: Any, names: str | 
         print(f"ok    {label}: ValueError({str(err)!r})")
         return
     except NotImplementedError:
-        _fail(label, "the function is not written yet (it raised NotImplementedError)")
+        name = getattr(func, "__name__", "the function")
+        _fail(label, f"`{name}` is not written yet (it raised NotImplementedError)")
     except Exception as err:  # noqa: BLE001 - we report whatever the student raised
         _fail(label, f"expected a ValueError, got {type(err).__name__}({err})")
-    _fail(label, f"expected a ValueError, but the call returned {_fmt(result)}")
+    _fail(label, f"expected a ValueError, but the call returned {_describe(result)}")
 
 
 def _fail(label: str, message: str) -> None:
-    print(f"FAIL  {label}: {message}")
+    __tracebackhide__ = True
     raise CheckFailed(f"{label}: {message}")

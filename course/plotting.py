@@ -23,3 +23,38 @@ def use_course_style() -> None:
         "axes.labelsize": 11,
         "legend.frameon": False,
     })
+
+
+class drawing:  # noqa: N801 - used like a function: `with drawing("...") as ax:`
+    """A figure with one axes for a cell that draws with a student's function.
+
+        with drawing("the example request's token arrivals", figsize=(7, 4)) as ax:
+            token_staircase(ax, 0.0, times)
+
+    Shows the figure when the block succeeds. When the function is not written yet (or a name is
+    not defined yet), the figure is closed and one line says so: no empty chart under the message
+    (see course.checks.checking). Any other error shows what was drawn so far.
+    """
+
+    def __init__(self, title: str, **subplots_kw):
+        from course.checks import checking
+
+        self._checking = checking(title)
+        self._subplots_kw = subplots_kw
+        self.fig = self.ax = None
+
+    def __enter__(self):
+        import matplotlib.pyplot as plt
+
+        self._checking.__enter__()
+        self.fig, self.ax = plt.subplots(**self._subplots_kw)
+        return self.ax
+
+    def __exit__(self, etype, err, tb) -> bool:
+        __tracebackhide__ = True
+        import matplotlib.pyplot as plt
+
+        if err is None:
+            plt.show()
+            return False
+        return self._checking.__exit__(etype, err, tb)
