@@ -13,9 +13,8 @@ A failure is then one line, not a traceback: IPython prints an exception's
 ``_render_traceback_()`` in place of its traceback, and frames of this module carry
 ``__tracebackhide__`` so that IPython leaves them out of any other traceback a check passes on.
 
-- a check that fails: ``CheckFailed: [Exercise A: request_metrics] TPOT (s): expected 0.03,
-  returned 0.02985 (0.995x the expected)``, both numbers in one format, their ratio when they
-  differ by more than rounding;
+- a check that fails: ``CheckFailed: TPOT (s): expected 0.03, returned 0.02985 (0.995x the
+  expected)``, both numbers in one format, their ratio when they differ by more than rounding;
 - an exercise not written yet (``raise NotImplementedError()`` still in place): one line naming
   the function and saying what to do;
 - a quiz not answered or a function not run yet (``NameError`` in the test cell itself): one line
@@ -51,8 +50,9 @@ class CheckFailed(AssertionError):
 class checking:  # noqa: N801 - used like a function: `with checking("Exercise A: ..."):`
     """Wrap the visible checks of a graded cell (or a cell that draws a student's figure).
 
-    Reports in one line, prefixed with ``[title]``: a failed check, an exercise not written yet,
-    a quiz question not answered yet, a name not defined yet. Figures opened inside the block are
+    Reports in one line: a failed check (its label, then both numbers), and, prefixed with
+    ``[title]``, an exercise not written yet, a name not defined yet; a quiz question not answered
+    yet says how to answer. Figures opened inside the block are
     closed when the exercise is not written yet, so no empty chart is left under the message.
     """
 
@@ -69,26 +69,25 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
         if err is None:
             return False
         if isinstance(err, CheckFailed):
-            if not str(err).startswith(("[", f"{self.title}:")):
-                err.args = (f"[{self.title}] {err}",)
+            # The check's own label says what failed; the numbers come first, so that they show
+            # in nbgrader's Validate dialog, which does not wrap long lines.
             raise err.with_traceback(None) from None
         raised_here = tb is not None and tb.tb_next is None  # in the test cell, not in a function
         if isinstance(err, NotImplementedError):
             self._close_new_figures()
             function = _raising_function(tb)
             what = f"`{function}` is" if function else "this exercise is"
-            raise CheckFailed(f"[{self.title}] {what} not written yet: in its cell above, replace "
-                              f"`raise NotImplementedError()` with your code, run that cell, "
-                              f"then run this one") from None
+            raise CheckFailed(f"[{self.title}] {what} not written yet: replace `raise NotImplementedError()` "
+                              f"in its cell above with your code, then run that cell and this one") from None
         if isinstance(err, NameError) and raised_here:
             self._close_new_figures()
             name = getattr(err, "name", None) or _quoted_name(str(err)) or "a name"
+            where = "" if self.title == name else f"[{self.title}] "
             if QUIZ_NAME.fullmatch(name):
-                raise CheckFailed(f"[{self.title}] `{name}` is not answered yet: in the answer cell "
-                                  f"above, write {name} = \"a\" (your letter, in quotes), run that "
-                                  f"cell, then run this one") from None
-            raise CheckFailed(f"[{self.title}] `{name}` is not defined yet: run the cells above "
-                              f"this one, from the top (Run > Run All Above Selected Cell)") from None
+                raise CheckFailed(f"{where}{name} is not answered yet: write {name} = \"a\" (your letter, "
+                                  f"in quotes) in the answer cell above, then run that cell and this one") from None
+            raise CheckFailed(f"{where}`{name}` is not defined yet: run the cells above this one, "
+                              f"from the top (Run > Run All Above Selected Cell)") from None
         if raised_here and isinstance(err, TypeError) and "'NoneType'" in str(err):
             raise CheckFailed(f"[{self.title}] your function returned None: does it end with "
                               f"`return ...`? ({err})") from None

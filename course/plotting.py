@@ -58,3 +58,24 @@ class drawing:  # noqa: N801 - used like a function: `with drawing("...") as ax:
             plt.show()
             return False
         return self._checking.__exit__(etype, err, tb)
+
+
+def token_staircase(ax, token_times_s, send_time_s: float = 0.0, label: str | None = None,
+                    color: str = DECODE_COLOR, **step_kw):
+    """Draw one request's token arrivals as a staircase: tokens received (y) against time (x).
+
+    The count is 0 from `send_time_s` until the first token, then steps up by one at each
+    arrival, so the first step's width is the TTFT and the stairs' slope is one token per TPOT.
+    Returns the Line2D drawn.
+    """
+    import numpy as np
+
+    times = np.asarray(token_times_s, dtype=float)
+    if times.ndim != 1 or times.size == 0:
+        raise ValueError(f"token_times_s must be a 1-D sequence of arrival times, got shape {times.shape}")
+    x = np.concatenate([[send_time_s], times])
+    y = np.arange(times.size + 1)
+    (line,) = ax.step(x, y, where="post", color=color, label=label, **step_kw)
+    ax.set_xlabel("time since the request was sent (s)")
+    ax.set_ylabel("output tokens received")
+    return line

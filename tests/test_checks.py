@@ -109,12 +109,13 @@ def test_check_raises_names_the_argument(capsys):
 
 # --- checking(): the one-line reports -----------------------------------------------------------
 
-def test_checking_prefixes_a_failed_check_with_its_title():
+def test_checking_puts_the_numbers_of_a_failed_check_first():
+    # nbgrader's Validate dialog does not wrap lines: what matters comes first, and is short.
     with pytest.raises(CheckFailed) as caught:
         with checking("Exercise A: request_metrics"):
             check_close("TPOT (s)", 0.02985, 0.03)
-    assert one_line(caught.value) == ("CheckFailed: [Exercise A: request_metrics] TPOT (s): "
-                                      "expected 0.03, returned 0.02985 (0.995x the expected)")
+    assert one_line(caught.value) == ("CheckFailed: TPOT (s): expected 0.03, returned 0.02985 "
+                                      "(0.995x the expected)")
 
 
 def test_checking_says_which_function_is_not_written_yet():
@@ -133,7 +134,8 @@ def test_checking_says_how_to_answer_a_quiz():
     with pytest.raises(CheckFailed) as caught:
         with checking("q2"):
             check_choice("q2", q2, "abcd")  # noqa: F821 - not answered yet
-    assert 'write q2 = "a" (your letter, in quotes)' in one_line(caught.value)
+    assert one_line(caught.value).startswith('CheckFailed: q2 is not answered yet: write q2 = "a" '
+                                             '(your letter, in quotes) in the answer cell above')
 
 
 def test_checking_says_what_to_run_for_an_undefined_name():
@@ -213,7 +215,7 @@ def test_check_choice_says_how_to_answer(answer, said):
     with pytest.raises(CheckFailed) as caught:
         with checking("q1"):
             check_choice("q1", answer, "abcd")
-    assert not str(caught.value).startswith("[q1] q1:")  # the question is named once
+    assert str(caught.value).startswith("q1: ")  # the question is named once
 
 
 # --- what a notebook shows: IPython running the cells ------------------------------------------
@@ -241,8 +243,7 @@ def run(shell, capsys, code: str) -> str:
 def test_ipython_shows_a_failed_check_as_one_line(shell, capsys):
     out = run(shell, capsys, 'with checking("Exercise A: tpot"):\n'
                              '    check_close("TPOT (s)", tpot([0.4, 0.43, 0.46]), 0.03)\n')
-    assert out.strip() == ("CheckFailed: [Exercise A: tpot] TPOT (s): expected 0.03, "
-                           "returned 0.02 (0.6667x the expected)")
+    assert out.strip() == "CheckFailed: TPOT (s): expected 0.03, returned 0.02 (0.6667x the expected)"
 
 
 def test_ipython_shows_an_unwritten_exercise_as_one_line(shell, capsys):

@@ -1,5 +1,5 @@
 """The student's path in JupyterLab: lesson 1 runs and draws its chart, Validate answers, the
-Assignments panel lists the lesson.
+Assignments panel lists the lesson, and the checks speak in one line.
 
 What the lesson test does: before opening the released lesson it fills every solution cell but the
 first exercise with the reference answer (markers stripped), so that Run All reaches every cell,
@@ -7,6 +7,13 @@ the chart included, whatever student functions the chart needs. In the browser i
 first exercise's answer over the `raise NotImplementedError()` stub, runs all cells, checks that a
 chart is rendered as an image and that no cell raised, and presses nbgrader's Validate, which must
 report that the notebook passes all the tests.
+
+The unsolved-lesson test runs the untouched release cell by cell (Run All would stop at the first
+failing check) and reads what a student meets: every graded cell says in one line what is not
+written or answered yet, the figure cell shows that line and no empty chart, and Validate lists
+the failing checks with no traceback to scroll past. The mistake test validates a notebook whose
+only error is TPOT averaged over n tokens instead of n - 1 gaps: the dialog shows that check's
+one line, both numbers and their ratio, without scrolling.
 """
 
 from __future__ import annotations
@@ -58,20 +65,29 @@ def prepare_student_notebook(path, reference: dict[str, str]) -> tuple[int, str]
     return first, reference[nbgrader_meta(nb.cells[first])["grade_id"]]
 
 
-BAR_CHART = re.compile(r"bar_chart|\.barh?\(")
+CHART = re.compile(r"\bdrawing\(|bar_chart|\.barh?\(")
 
 
-def bar_chart_cell(path) -> int:
-    """Index of the lesson's bar chart: the first code cell that is neither an exercise nor a graded
-    test and calls .bar( / .barh( or a *bar_chart helper."""
+def chart_cell(path) -> int:
+    """Index of the lesson's chart drawn with a student's function: the first code cell that is
+    neither an exercise nor a graded test and opens `with drawing(...)` (or draws bars)."""
     from utils.coursedir import nbgrader_meta
 
     nb = nbformat.read(str(path), as_version=4)
     found = [i for i, c in enumerate(nb.cells)
-             if c.cell_type == "code" and BAR_CHART.search(c.source)
+             if c.cell_type == "code" and CHART.search(c.source)
              and not nbgrader_meta(c).get("solution") and not nbgrader_meta(c).get("grade")]
-    assert found, f"{path.name}: no code cell draws a bar chart (none matches {BAR_CHART.pattern!r})"
+    assert found, f"{path.name}: no code cell draws a chart (none matches {CHART.pattern!r})"
     return found[0]
+
+
+def graded_cells(path) -> dict[int, str]:
+    """{cell index: grade_id} of the graded test cells."""
+    from utils.coursedir import nbgrader_meta
+
+    nb = nbformat.read(str(path), as_version=4)
+    return {i: nbgrader_meta(c)["grade_id"] for i, c in enumerate(nb.cells)
+            if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
 
 
 # Every code cell shows an execution count, or the run stopped; and none is still queued/running.
@@ -130,13 +146,13 @@ def test_lesson_1_runs_renders_chart_and_validates(student, course_copy):
         assert not tracebacks and not unrun, (
             f"code cells {unrun} did not run; first error:\n{tracebacks[0][-1500:] if tracebacks else '-'}")
 
-    with student.step("the bar chart is rendered as an image in its cell's output"):
-        chart_cell = cells.nth(bar_chart_cell(nb_path))
-        image = chart_cell.locator(".jp-OutputArea-output[data-mime-type='image/png'] img")
+    with student.step("the chart is rendered as an image in its cell's output"):
+        chart = cells.nth(chart_cell(nb_path))
+        image = chart.locator(".jp-OutputArea-output[data-mime-type='image/png'] img")
         expect(image).to_have_count(1)
         size = image.evaluate("(img) => [img.naturalWidth, img.naturalHeight]")
         assert size[0] > 100 and size[1] > 100, f"the chart image is {size[0]}x{size[1]} pixels"
-        chart_cell.evaluate("(cell) => cell.scrollIntoView({block: 'start'})")  # code above, chart below
+        chart.evaluate("(cell) => cell.scrollIntoView({block: 'start'})")  # code above, chart below
         expect(image).to_be_in_viewport()
         student.screenshot(f"{student.test_name}-chart")
 
@@ -167,3 +183,135 @@ def test_assignments_panel_lists_the_released_lesson(student, course_copy):
         expect(panel.locator("#fetched_assignments_list")).to_contain_text(lesson.name)
         expect(panel.locator("#fetched_assignments_list")).to_contain_text(COURSE_ID)
         student.screenshot()
+
+
+# --- the checks, as a student meets them ---------------------------------------------------------
+
+ERROR_OUTPUT = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
+
+
+def open_notebook(student, nb_rel: str) -> None:
+    page = student.page
+    student.open_lab(nb_rel)
+    page.wait_for_function(
+        """(panel) => {
+             const name = document.querySelector(panel + ' .jp-KernelName');
+             const state = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator');
+             return name && name.textContent.includes('Python 3') && state && state.dataset.status === 'idle';
+           }""", arg=NB_PANEL)
+    expect(page.locator(f"{NB_PANEL} .validate-button")).to_be_visible()
+
+
+def run_cell_by_cell(student, cells, count: int) -> None:
+    """Shift+Enter through the first `count` cells, waiting for each code cell to finish, so that a
+    failing cell does not stop the ones after it (Run All would)."""
+    page = student.page
+    cells.nth(0).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    for i in range(count):
+        cell = cells.nth(i)
+        page.keyboard.press("Shift+Enter")
+        if "jp-CodeCell" in (cell.get_attribute("class") or ""):
+            expect(cell.locator(".jp-InputArea-prompt")).to_have_text(re.compile(r"^\[\d+\]:$"),
+                                                                      timeout=RUN_ALL_TIMEOUT_MS)
+
+
+def one_line_error(cell) -> str:
+    """The text of a cell's error output, which must be one line with no traceback."""
+    outputs = cell.locator(ERROR_OUTPUT)
+    expect(outputs).to_have_count(1)
+    text = outputs.inner_text().strip()
+    assert "\n" not in text and "Traceback" not in text and "checks.py" not in text, \
+        f"not one line:\n{text}"
+    return text
+
+
+def validate(student):
+    page = student.page
+    page.locator(f"{NB_PANEL} .validate-button").click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog.locator(".jp-Dialog-header")).to_contain_text("Validation Results", timeout=VALIDATE_TIMEOUT_MS)
+    return dialog, dialog.locator("#validation-message")
+
+
+def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
+    _, lesson = course_copy
+    page = student.page
+    folder = student.server.root / lesson.name
+    nb_rel = f"{lesson.name}/unsolved.ipynb"
+    graded = graded_cells(lesson.release_nb)
+    chart = chart_cell(lesson.release_nb)
+    n_cells = len(nbformat.read(str(lesson.release_nb), as_version=4).cells)
+
+    with student.step("copy the untouched release and open it"):
+        (folder / "unsolved.ipynb").write_bytes(lesson.release_nb.read_bytes())
+        open_notebook(student, nb_rel)
+
+    cells = page.locator(f"{NB_PANEL} .jp-Notebook .jp-Cell")
+    with student.step(f"run all {n_cells} cells one by one (Shift+Enter)"):
+        run_cell_by_cell(student, cells, n_cells)
+
+    with student.step("every graded cell says in one line what to do, with no traceback"):
+        said = {grade_id: one_line_error(cells.nth(i)) for i, grade_id in graded.items()}
+        for grade_id, text in said.items():
+            assert text.startswith("CheckFailed: ") and ("not written yet" in text or "not answered yet" in text), \
+                f"{grade_id}: {text}"
+        quiz = [text for grade_id, text in said.items() if grade_id.startswith("quiz_")]
+        assert quiz and all('write q' in text and '(your letter, in quotes)' in text for text in quiz), quiz
+        first = min(graded)
+        cells.nth(first - 1).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        expect(cells.nth(first).locator(ERROR_OUTPUT)).to_be_in_viewport()
+        student.screenshot(f"{student.test_name}-exercise")
+        quiz_cell = min(i for i, g in graded.items() if g.startswith("quiz_"))
+        cells.nth(quiz_cell - 1).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        student.screenshot(f"{student.test_name}-quiz")
+
+    with student.step("the chart cell of an unwritten function: one line, no empty chart"):
+        text = one_line_error(cells.nth(chart))
+        assert "not written yet" in text, text
+        expect(cells.nth(chart).locator(".jp-OutputArea-output[data-mime-type='image/png']")).to_have_count(0)
+        cells.nth(chart).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        student.screenshot(f"{student.test_name}-chart")
+
+    with student.step("Validate lists the failing checks, the first one in sight, no traceback"):
+        dialog, message = validate(student)
+        expect(message).to_contain_text("not written yet")
+        expect(message).to_contain_text("not answered yet")
+        assert "Traceback" not in message.inner_text()
+        expect(message.get_by_text("not written yet").first).to_be_in_viewport()
+        student.screenshot(f"{student.test_name}-validate")
+        dialog.locator(".jp-Dialog-button", has_text="Ok").click()
+        expect(dialog).to_have_count(0)
+
+
+def test_validate_shows_the_failing_check_without_scrolling(student, course_copy):
+    """One misconception (TPOT over n tokens, not n - 1 gaps), everything else right."""
+    from utils.coursedir import nbgrader_meta
+    from utils.samples_io import load_samples
+
+    _, lesson = course_copy
+    page = student.page
+    folder = student.server.root / lesson.name
+    nb_rel = f"{lesson.name}/mistake.ipynb"
+
+    with student.step("write a notebook with the reference answers and one mistake"):
+        mistakes, _ = load_samples(lesson.name)
+        reference = solution_sources(lesson.source_nb)
+        nb = nbformat.read(str(lesson.release_nb), as_version=4)
+        for cell in nb.cells:
+            grade_id = nbgrader_meta(cell).get("grade_id")
+            if nbgrader_meta(cell).get("solution"):
+                cell.source = mistakes[grade_id] if grade_id == "request_metrics" else reference[grade_id]
+        nbformat.write(nb, str(folder / "mistake.ipynb"))
+        open_notebook(student, nb_rel)
+
+    with student.step("Validate shows the failing check in one line, in sight"):
+        dialog, message = validate(student)
+        text = message.inner_text()
+        assert "Traceback" not in text and "checks.py" not in text, text
+        line = message.get_by_text(re.compile(r"CheckFailed: .*TPOT.*expected 0\.03, returned .*x the expected"))
+        expect(line).to_have_count(1)
+        expect(line).to_be_in_viewport()
+        student.screenshot(f"{student.test_name}-validate")
+        dialog.locator(".jp-Dialog-button", has_text="Ok").click()
+        expect(dialog).to_have_count(0)
