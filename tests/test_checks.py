@@ -256,3 +256,18 @@ def test_ipython_hides_the_course_frames_of_other_errors(shell, capsys):
     out = run(shell, capsys, 'with checking("Exercise A: broken"):\n    broken([1.0])\n')
     assert "AttributeError" in out and "broken" in out  # the student's frame is the help
     assert "checks.py" not in out and "__exit__" not in out
+
+
+# --- the token-arrival staircase ---------------------------------------------------------------
+
+def test_token_staircase_steps_up_one_token_at_each_arrival():
+    from course.plotting import token_staircase
+
+    fig, ax = plt.subplots()
+    line = token_staircase(ax, np.array([0.4, 0.43, 0.46]), send_time_s=0.0, label="example")
+    assert line.get_drawstyle() == "steps-post"  # flat until each arrival, then one step up
+    assert list(line.get_xdata()) == [0.0, 0.4, 0.43, 0.46]  # the first step is TTFT wide
+    assert list(line.get_ydata()) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="token_times_s"):
+        token_staircase(ax, [])
+    plt.close(fig)
