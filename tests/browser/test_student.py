@@ -273,6 +273,12 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
         cells.nth(chart).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
         student.screenshot(f"{student.test_name}-chart")
 
+    with student.step("no cell shows a traceback: the quiz's answer cell says in one line what to do"):
+        errors = page.locator(f"{NB_PANEL} {ERROR_OUTPUT}").all_inner_texts()
+        tracebacks = [t for t in errors if "Traceback" in t or len(t.strip().splitlines()) > 1]
+        assert not tracebacks, f"{len(tracebacks)} outputs are not one line; the first:\n{tracebacks[0]}"
+        assert any(t.strip().startswith("NotImplementedError: this cell is not answered yet") for t in errors)
+
     with student.step("Validate lists the failing checks, the first one in sight, no traceback"):
         dialog, message = validate(student)
         expect(message).to_contain_text("not written yet")
