@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raises", "stubs_in_one_line"]
@@ -77,7 +78,7 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
             # in nbgrader's Validate dialog, which does not wrap long lines.
             raise err.with_traceback(None) from None
         raised_here = tb is not None and tb.tb_next is None  # in the test cell, not in a function
-        if isinstance(err, NotImplementedError):
+        if _is_stub(err, tb):
             self._close_new_figures()
             function = _raising_function(tb)
             what = f"`{function}` is" if function else "this exercise is"
@@ -133,7 +134,10 @@ def stubs_in_one_line(shell: Any = None) -> bool:
         return False
 
     def handler(self, etype, value, tb, tb_offset=None):
-        stb = [_stub_message(tb)]
+        if _is_stub(value, tb):
+            stb = [_stub_message(tb)]
+        else:  # a library's NotImplementedError (an operation a backend lacks): the usual traceback
+            stb = self.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
         self._showtraceback(etype, value, stb)
         return stb
 
@@ -144,6 +148,21 @@ def stubs_in_one_line(shell: Any = None) -> bool:
 def _open_figures() -> set[int] | None:
     plt = sys.modules.get("matplotlib.pyplot")  # never import it ourselves: it is slow
     return set(plt.get_fignums()) if plt is not None else set()
+
+
+_LIBRARY_PATHS = ("site-packages", "dist-packages", str(Path(__file__).parent))
+
+
+def _is_stub(err: BaseException, tb) -> bool:
+    """A student's `raise NotImplementedError()` stub: no message, raised in the student's own
+    code, not in a library (torch raises NotImplementedError, with a message, for an operation a
+    backend lacks) nor in this package."""
+    if not isinstance(err, NotImplementedError) or str(err):
+        return False
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename if tb is not None else ""
+    return not any(part in filename for part in _LIBRARY_PATHS)
 
 
 def _raising_function(tb) -> str | None:

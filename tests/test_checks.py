@@ -284,7 +284,18 @@ def test_stubs_in_one_line_outside_graded_cells(shell, capsys):
         result = shell.run_cell("stub(1)")
         assert isinstance(result.error_in_exec, NotImplementedError)  # the cell still fails
         assert "`stub` is not written yet" in capsys.readouterr().out
+        out = run(shell, capsys, "raise NotImplementedError('no bf16 kernel on this backend')")
+        assert "Traceback" in out and "no bf16 kernel" in out  # a library's, not a stub: as usual
         out = run(shell, capsys, "1 / 0")  # other errors keep their traceback
         assert "ZeroDivisionError" in out and "Traceback" in out
     finally:
         shell.set_custom_exc((), None)
+
+
+def test_a_librarys_not_implemented_error_is_not_an_unwritten_exercise():
+    def torch_like(x):
+        raise NotImplementedError("Could not run 'aten::foo' with arguments from the 'CPU' backend")
+
+    with pytest.raises(NotImplementedError, match="aten::foo"):  # passes through, with its message
+        with checking("Exercise D"):
+            torch_like(1)
