@@ -1,9 +1,10 @@
 """Lesson 2's roofline explorer: pick a model, a GPU, a batch, lengths and dtypes; see the roofline.
 
-The explorer holds no formula of its own. Every number it shows comes from the functions the
-student wrote in lesson 2, passed in as arguments, so the picture is exactly what the student's
-calculator says. Under nbgrader's autograder (``NBGRADER_EXECUTION`` set) it builds nothing and
-returns None, so it can stay in a graded notebook.
+The explorer holds no formula of its own. Every number it shows comes from the lesson's
+functions (the student's, and the lesson's prefill and decode steps built on them), passed in as
+arguments, so the picture is exactly what the student's calculator says. Under nbgrader's
+autograder (``NBGRADER_EXECUTION`` set) it builds nothing and returns None, so it can stay in a
+graded notebook.
 """
 
 from __future__ import annotations
@@ -18,17 +19,24 @@ from course.hardware import CATALOG, get_accelerator
 from course.models import PRESETS, get_model_config
 from course.plotting import DECODE_COLOR, PREFILL_COLOR
 
-# Bytes per stored element. int4 packs two values in a byte; the scales a quantized format keeps
-# alongside (one per group of 32 to 128 weights) are left out.
-DTYPE_BYTES = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+# Bytes per stored element, as lesson 2 counts them. int4 as gpt-fast stores it: two values per
+# byte plus a bf16 scale and a bf16 zero point per group of 32 weights (0.5 + 4/32 bytes).
+DTYPE_BYTES = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.625}
+WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4")
+CACHE_DTYPES = ("bf16", "fp8", "int8")
 
 
 @dataclass(frozen=True)
 class Calculator:
-    """The student's lesson-2 functions the explorer calls (see the lesson for their signatures)."""
+    """The lesson-2 functions the explorer calls (see the lesson for their signatures).
+
+    prefill_step(cfg, batch, prompt_len, gpu, weights, cache) and
+    decode_step(cfg, batch, context_len, gpu, weights, cache) return dicts with "time_s",
+    "matmul_s", "attention_s", "matmul_intensity", "attention_intensity" and "kv_bytes".
+    """
 
     param_count: Callable
-    kv_cache_bytes: Callable
+    max_batch: Callable
     prefill_step: Callable
     decode_step: Callable
     plot_roofline: Callable
@@ -36,53 +44,57 @@ class Calculator:
 
 def explorer_figure(calc: Calculator, model: str, gpu: str, batch: int, prompt_len: int,
                     context_len: int, weight_dtype: str = "bf16", kv_dtype: str = "bf16"):
-    """One frame of the explorer: (figure, summary text). The student's functions do the work."""
+    """One frame of the explorer: (figure, summary text). The lesson's functions do the work."""
     cfg = get_model_config(model)
     hw = get_accelerator(gpu)
-    w_bytes, kv_bytes = DTYPE_BYTES[weight_dtype], DTYPE_BYTES[kv_dtype]
-    peak, bandwidth = hw.peak("bf16"), hw.bandwidth_bytes_per_s  # quantized weights compute in bf16
-    n_params = calc.param_count(cfg)
-    pre = calc.prefill_step(cfg, n_params, batch, prompt_len, peak, bandwidth, w_bytes, kv_bytes)
-    dec = calc.decode_step(cfg, n_params, batch, context_len, peak, bandwidth, w_bytes, kv_bytes)
-    held_bytes = n_params * w_bytes + calc.kv_cache_bytes(cfg, context_len, batch, kv_bytes)
+    if weight_dtype not in DTYPE_BYTES or kv_dtype not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {weight_dtype!r} or {kv_dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+    pre = calc.prefill_step(cfg, batch, prompt_len, hw, weight_dtype, kv_dtype)
+    dec = calc.decode_step(cfg, batch, context_len, hw, weight_dtype, kv_dtype)
+    held_weights = calc.param_count(cfg) * DTYPE_BYTES[weight_dtype]
+    fits = calc.max_batch(hw.memory_bytes, held_weights, dec["kv_bytes"] / (batch * context_len), context_len)
 
-    fig, ax = plt.subplots(figsize=(7.0, 4.2))
-    calc.plot_roofline(ax, peak, bandwidth, [
-        (f"prefill B={batch}, T={prompt_len}", pre["intensity"], PREFILL_COLOR),
-        (f"decode B={batch}, S={context_len}", dec["intensity"], DECODE_COLOR),
+    fig, ax = plt.subplots(figsize=(7.5, 4.4))
+    calc.plot_roofline(ax, hw.peak("bf16"), hw.bandwidth_bytes_per_s, [
+        (f"prefill matmuls, B={batch}, T={prompt_len}", pre["matmul_intensity"], PREFILL_COLOR),
+        (f"decode matmuls, B={batch}", dec["matmul_intensity"], DECODE_COLOR),
+        ("decode attention", dec["attention_intensity"], "#7b3294"),
     ])
-    ax.set_title(f"{cfg.name}, weights {weight_dtype}, KV {kv_dtype} on {hw.name}")
-    fits = "fits" if held_bytes <= hw.memory_bytes else "does NOT fit"
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"{cfg.name}, weights {weight_dtype}, KV {kv_dtype}, on {hw.name}")
+    ms = 1e3
     summary = (
-        f"prefill: {pre['intensity']:,.1f} FLOP/byte, {pre['bound']}-bound, TTFT >= {1e3 * pre['time_s']:,.2f} ms\n"
-        f"decode:  {dec['intensity']:,.1f} FLOP/byte, {dec['bound']}-bound, TPOT >= {1e3 * dec['time_s']:,.2f} ms, "
-        f"<= {batch / dec['time_s']:,.0f} tokens/s\n"
-        f"memory:  weights + KV cache at context {context_len} = {held_bytes / 1e9:,.1f} GB of "
-        f"{hw.memory_bytes / 1e9:,.0f} GB: {fits}"
+        f"prefill: floor {ms * pre['time_s']:,.2f} ms (matmuls {ms * pre['matmul_s']:,.2f}, "
+        f"attention {ms * pre['attention_s']:,.2f})\n"
+        f"decode:  floor {ms * dec['time_s']:,.2f} ms per step (matmuls {ms * dec['matmul_s']:,.2f}, "
+        f"attention {ms * dec['attention_s']:,.2f}: {dec['attention_s'] / dec['time_s']:.0%} of the step), "
+        f"at most {batch / dec['time_s']:,.0f} tokens/s\n"
+        f"memory:  {hw.memory_bytes / 2 ** 30:,.0f} GiB holds {fits} sequences of {context_len} positions "
+        + ("(this batch fits)" if fits >= batch else "(this batch does NOT fit)")
     )
     return fig, summary
 
 
-def roofline_explorer(param_count: Callable, kv_cache_bytes: Callable, prefill_step: Callable,
+def roofline_explorer(param_count: Callable, max_batch: Callable, prefill_step: Callable,
                       decode_step: Callable, plot_roofline: Callable):
-    """Sliders and menus that redraw the roofline with the student's functions; None when autograding."""
+    """Menus and sliders that redraw the roofline with the lesson's functions; None when autograding."""
     if os.environ.get("NBGRADER_EXECUTION"):
         print("The explorer is interactive; it is skipped while the notebook is autograded.")
         return None
     import ipywidgets as widgets
     from IPython.display import display
 
-    calc = Calculator(param_count, kv_cache_bytes, prefill_step, decode_step, plot_roofline)
+    calc = Calculator(param_count, max_batch, prefill_step, decode_step, plot_roofline)
     powers = [2 ** k for k in range(0, 11)]
-    lengths = [2 ** k for k in range(4, 16)]
+    lengths = [2 ** k for k in range(4, 18)]
     controls = {
         "model": widgets.Dropdown(options=list(PRESETS), value="llama-2-7b", description="model"),
         "gpu": widgets.Dropdown(options=list(CATALOG), value="A100 80GB SXM", description="GPU"),
         "batch": widgets.SelectionSlider(options=powers, value=1, description="batch"),
         "prompt_len": widgets.SelectionSlider(options=lengths, value=1024, description="prompt T"),
         "context_len": widgets.SelectionSlider(options=lengths, value=1024, description="context S"),
-        "weight_dtype": widgets.Dropdown(options=list(DTYPE_BYTES), value="bf16", description="weights"),
-        "kv_dtype": widgets.Dropdown(options=list(DTYPE_BYTES), value="bf16", description="KV cache"),
+        "weight_dtype": widgets.Dropdown(options=WEIGHT_DTYPES, value="bf16", description="weights"),
+        "kv_dtype": widgets.Dropdown(options=CACHE_DTYPES, value="bf16", description="KV cache"),
     }
     out = widgets.Output()
 

@@ -2,6 +2,9 @@
 
 Every figure is the dense one (spec sheets often print the 2:4-sparse figure, twice as large)
 and carries its source. Units are in the field names so a slip shows at the call site.
+Bandwidths are decimal (a datasheet's GB/s is 1e9 bytes/s); memory capacities are binary, as the
+memory is built (an "80GB" A100 reports 81,920 MiB = 80 GiB), with no reserve taken off: the
+driver, the CUDA context and a serving engine each hold back some of it.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 
 TERA = 1e12
 GIGA = 1e9
+GIB = 2 ** 30
 
 
 @dataclass(frozen=True)
@@ -19,7 +23,7 @@ class Accelerator:
     name: str
     peak_flops_per_s: dict[str, float]  # dense peak by dtype, e.g. {"bf16": 989e12}
     bandwidth_bytes_per_s: float  # main-memory (HBM/GDDR/DRAM) bandwidth
-    memory_bytes: float  # main-memory capacity
+    memory_bytes: float  # main-memory capacity in bytes, binary as the card has it (80 GiB)
     source: str  # where the figures come from
     l2_cache_bytes: float | None = None  # last-level on-chip cache, where published
     measured: bool = False  # True when the figures were measured on this machine, not looked up
@@ -50,51 +54,57 @@ def _require_positive(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
-# Dense figures from ../shared/reference/formulas-and-numbers.md (vendor datasheets).
+# Dense figures from the vendors' datasheets; capacities in GiB, as the memory is built and reported.
 # bf16 and fp16 share a tensor-core rate on all of these, so one "bf16" key serves both.
 CATALOG: dict[str, Accelerator] = {
     a.name: a
     for a in [
         Accelerator(
             "A100 40GB SXM", {"bf16": 312 * TERA, "tf32": 156 * TERA, "fp32": 19.5 * TERA},
-            1555 * GIGA, 40 * GIGA, "NVIDIA A100 datasheet", l2_cache_bytes=40e6,
+            1555 * GIGA, 40 * GIB, "NVIDIA A100 datasheet", l2_cache_bytes=40e6,
             aliases=("a100-40gb", "nvidia a100-sxm4-40gb"),
         ),
         Accelerator(
             "A100 80GB SXM", {"bf16": 312 * TERA, "tf32": 156 * TERA, "fp32": 19.5 * TERA},
-            2039 * GIGA, 80 * GIGA, "NVIDIA A100 datasheet", l2_cache_bytes=40e6,
-            aliases=("a100", "a100-80gb", "nvidia a100-sxm4-80gb", "nvidia a100 80gb pcie"),
+            2039 * GIGA, 80 * GIB, "NVIDIA A100 datasheet", l2_cache_bytes=40e6,
+            aliases=("a100", "a100-80gb", "nvidia a100-sxm4-80gb"),
+        ),
+        Accelerator(
+            "A100 80GB PCIe", {"bf16": 312 * TERA, "tf32": 156 * TERA, "fp32": 19.5 * TERA},
+            1935 * GIGA, 80 * GIB, "NVIDIA A100 datasheet", l2_cache_bytes=40e6,
+            aliases=("a100-pcie", "nvidia a100 80gb pcie"),
         ),
         Accelerator(
             "H100 SXM", {"bf16": 989 * TERA, "fp8": 1979 * TERA, "tf32": 494.5 * TERA, "fp32": 67 * TERA},
-            3350 * GIGA, 80 * GIGA, "NVIDIA H100 datasheet", l2_cache_bytes=50e6,
+            3350 * GIGA, 80 * GIB, "NVIDIA H100 datasheet", l2_cache_bytes=50e6,
             aliases=("h100", "nvidia h100 80gb hbm3", "nvidia h100"),
         ),
         Accelerator(
             "H100 PCIe", {"bf16": 756 * TERA, "fp8": 1513 * TERA, "tf32": 378 * TERA, "fp32": 51 * TERA},
-            2000 * GIGA, 80 * GIGA, "NVIDIA H100 datasheet", l2_cache_bytes=50e6,
+            2000 * GIGA, 80 * GIB, "NVIDIA H100 datasheet", l2_cache_bytes=50e6,
             aliases=("h100-pcie", "nvidia h100 pcie"),
         ),
         Accelerator(
             "H200 SXM", {"bf16": 989 * TERA, "fp8": 1979 * TERA, "tf32": 494.5 * TERA, "fp32": 67 * TERA},
-            4800 * GIGA, 141 * GIGA, "NVIDIA H200 datasheet", l2_cache_bytes=50e6,
+            # The datasheet's "141GB" is about 140 GiB as the card reports it.
+            4800 * GIGA, 140 * GIB, "NVIDIA H200 datasheet", l2_cache_bytes=50e6,
             aliases=("h200", "nvidia h200"),  # not the H200 NVL: its dense peak is lower
         ),
         Accelerator(
-            "L4", {"bf16": 121 * TERA, "fp8": 242.5 * TERA}, 300 * GIGA, 24 * GIGA,
+            "L4", {"bf16": 121 * TERA, "fp8": 242.5 * TERA}, 300 * GIGA, 24 * GIB,
             "NVIDIA L4 datasheet", aliases=("nvidia l4",),
         ),
         Accelerator(
-            "A10", {"bf16": 125 * TERA}, 600 * GIGA, 24 * GIGA, "NVIDIA A10 datasheet",
+            "A10", {"bf16": 125 * TERA}, 600 * GIGA, 24 * GIB, "NVIDIA A10 datasheet",
             aliases=("nvidia a10",),
         ),
         Accelerator(
-            "RTX 4090", {"bf16": 165.2 * TERA, "fp8": 330.3 * TERA}, 1008 * GIGA, 24 * GIGA,
+            "RTX 4090", {"bf16": 165.2 * TERA, "fp8": 330.3 * TERA}, 1008 * GIGA, 24 * GIB,
             "NVIDIA Ada whitepaper (fp32 accumulate)", l2_cache_bytes=72e6,
             aliases=("nvidia geforce rtx 4090", "4090"),
         ),
         Accelerator(
-            "MI300X", {"bf16": 1307.4 * TERA, "fp8": 2614.9 * TERA}, 5300 * GIGA, 192 * GIGA,
+            "MI300X", {"bf16": 1307.4 * TERA, "fp8": 2614.9 * TERA}, 5300 * GIGA, 192 * GIB,
             "AMD MI300X datasheet", aliases=("amd instinct mi300x",),
         ),
     ]

@@ -22,6 +22,31 @@ def test_reference_figures_are_dense():
     assert round(h100.peak("bf16") / h100.bandwidth_bytes_per_s) == 295
 
 
+def test_capacities_are_binary_as_the_cards_have_them():
+    gib = 2 ** 30
+    assert get_accelerator("A100 80GB SXM").memory_bytes == 80 * gib  # nvidia-smi: 81,920 MiB
+    assert get_accelerator("H100 SXM").memory_bytes == 80 * gib
+    assert get_accelerator("A100 40GB SXM").memory_bytes == 40 * gib
+    assert get_accelerator("H200 SXM").memory_bytes == 140 * gib  # the datasheet's "141GB"
+    # Llama-2-7B in bf16 on 80 GiB holds 33 caches of 4,096 tokens (524,288 bytes per token)
+    assert (80 * gib - 2 * 6_738_415_616) // (4096 * 524_288) == 33
+
+
+def test_a100_pcie_is_its_own_entry():
+    pcie = get_accelerator("NVIDIA A100 80GB PCIe")
+    assert pcie.name == "A100 80GB PCIe" and pcie.bandwidth_bytes_per_s == 1.935e12
+    assert get_accelerator("NVIDIA A100-SXM4-80GB").bandwidth_bytes_per_s == 2.039e12
+
+
+def test_hardware_module_cites_datasheets_not_notes():
+    import inspect
+
+    import course.hardware
+
+    source = inspect.getsource(course.hardware)
+    assert "reference" not in source and "shared/" not in source
+
+
 def test_lookup_accepts_device_names_and_aliases():
     assert get_accelerator("NVIDIA H100 80GB HBM3").name == "H100 SXM"
     assert get_accelerator("nvidia_h200").name == "H200 SXM"

@@ -24,53 +24,55 @@ def fake_calculator(calls: list | None = None, broken: bool = False) -> Calculat
             raise NotImplementedError()
         return 1_000
 
-    def kv_cache_bytes(cfg, n_tokens, batch, bytes_per_elem):
-        calls.append(("kv", cfg.name, n_tokens, batch, bytes_per_elem))
-        return 10.0 * n_tokens * batch
+    def max_batch(memory_bytes, weight_bytes, kv_bytes_per_token, context_len):
+        calls.append(("fit", memory_bytes, weight_bytes, kv_bytes_per_token, context_len))
+        return 8
 
     def step(kind):
-        def run(cfg, n_params, batch, length, peak, bandwidth, weight_bytes, kv_bytes):
-            calls.append((kind, cfg.name, n_params, batch, length, peak, bandwidth, weight_bytes, kv_bytes))
-            return {"flops": 1.0, "bytes": 1.0, "intensity": 3.0 if kind == "prefill" else 0.5,
-                    "time_s": 0.002, "bound": "compute" if kind == "prefill" else "memory"}
+        def run(cfg, batch, length, gpu, weights, cache):
+            calls.append((kind, cfg.name, batch, length, gpu.name, weights, cache))
+            return {"time_s": 0.004, "matmul_s": 0.003, "attention_s": 0.001, "kv_bytes": 10.0 * batch * length,
+                    "matmul_intensity": 3.0 if kind == "prefill" else 0.5, "attention_intensity": 4.0}
         return run
 
     def plot_roofline(ax, peak, bandwidth, points):
         calls.append(("plot", peak, bandwidth, [(label, i) for label, i, _ in points]))
-        ax.plot([0.1, 1.0], [1.0, 2.0])
+        ax.plot([0.1, 1.0], [1.0, 2.0], label="roofline")
         return ax
 
-    return Calculator(param_count, kv_cache_bytes, step("prefill"), step("decode"), plot_roofline)
+    return Calculator(param_count, max_batch, step("prefill"), step("decode"), plot_roofline)
 
 
 def test_dtype_bytes():
-    assert DTYPE_BYTES == {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+    # int4 with a bf16 scale and zero point per group of 32 weights, as gpt-fast stores it
+    assert DTYPE_BYTES == {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.625}
 
 
-def test_frame_calls_the_students_functions_with_catalog_figures():
+def test_frame_calls_the_lessons_functions_with_catalog_figures():
     calls: list = []
     fig, summary = explorer_figure(fake_calculator(calls), "llama-2-7b", "H100 SXM", batch=8,
                                    prompt_len=512, context_len=2048, weight_dtype="int4", kv_dtype="int8")
     try:
-        prefill = next(c for c in calls if c[0] == "prefill")
-        decode = next(c for c in calls if c[0] == "decode")
-        assert prefill == ("prefill", "llama-2-7b", 1_000, 8, 512, 989e12, 3.35e12, 0.5, 1.0)
-        assert decode == ("decode", "llama-2-7b", 1_000, 8, 2048, 989e12, 3.35e12, 0.5, 1.0)
-        assert ("kv", "llama-2-7b", 2048, 8, 1.0) in calls
+        assert ("prefill", "llama-2-7b", 8, 512, "H100 SXM", "int4", "int8") in calls
+        assert ("decode", "llama-2-7b", 8, 2048, "H100 SXM", "int4", "int8") in calls
+        assert ("fit", 80 * 2**30, 1_000 * 0.625, 10.0, 2048) in calls
         plotted = next(c for c in calls if c[0] == "plot")
-        assert plotted[1:3] == (989e12, 3.35e12) and [i for _, i in plotted[3]] == [3.0, 0.5]
-        assert "TTFT >= 2.00 ms" in summary and "TPOT >= 2.00 ms" in summary
-        assert "fits" in summary and "NOT" not in summary  # 500 + 163,840 bytes in 80 GB
+        assert plotted[1:3] == (989e12, 3.35e12) and [i for _, i in plotted[3]] == [3.0, 0.5, 4.0]
+        assert "floor 4.00 ms per step" in summary and "attention 1.00: 25% of the step" in summary
+        assert "holds 8 sequences" in summary and "(this batch fits)" in summary
     finally:
         plt.close(fig)
 
 
-def test_frame_says_when_the_model_does_not_fit():
-    calc = fake_calculator()
-    calc = Calculator(lambda cfg: 1e12, calc.kv_cache_bytes, calc.prefill_step, calc.decode_step, calc.plot_roofline)
-    fig, summary = explorer_figure(calc, "llama-2-70b", "L4", 1, 16, 16)
+def test_frame_says_when_the_batch_does_not_fit():
+    fig, summary = explorer_figure(fake_calculator(), "llama-2-70b", "L4", 16, 16, 16)
     plt.close(fig)
     assert "does NOT fit" in summary
+
+
+def test_frame_names_an_unknown_dtype():
+    with pytest.raises(ValueError, match="int3"):
+        explorer_figure(fake_calculator(), "llama-2-7b", "L4", 1, 16, 16, weight_dtype="int3")
 
 
 def test_skipped_under_autograding(monkeypatch, capsys):
