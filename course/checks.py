@@ -25,9 +25,8 @@ A failure is then one line, not a traceback: IPython prints an exception's
 Any other error raised inside the student's code (a ``TypeError`` in their function, say) passes
 through unchanged, with the student's frames and without this module's.
 
-Outside graded cells, ``stubs_in_one_line()`` (called once in a lesson's setup cell) does the same
-for a ``raise NotImplementedError()`` stub reached from any cell: an unanswered quiz cell, or a
-given cell that calls a function not written yet.
+Only inside ``checking``: the grader refuses notebooks whose IPython exception handlers were
+changed (a handler can hide a failing test), so the course installs none either.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raises", "stubs_in_one_line"]
+__all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raises"]
 
 QUIZ_NAME = re.compile(r"q\d+[a-z]?")  # q1, q2, q3b: the names quiz answers are given
 
@@ -107,42 +106,6 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
         plt = sys.modules["matplotlib.pyplot"]
         for number in set(plt.get_fignums()) - self._figures:
             plt.close(number)
-
-
-def _stub_message(tb) -> str:
-    function = _raising_function(tb)
-    if function is None:  # the stub sits at the top level of the cell that was run
-        return ("NotImplementedError: this cell is not answered yet: replace `raise NotImplementedError()` "
-                "here with your answer, then run it")
-    return (f"NotImplementedError: `{function}` is not written yet: replace `raise NotImplementedError()` "
-            f"in its cell above with your code, then run that cell and this one")
-
-
-def stubs_in_one_line(shell: Any = None) -> bool:
-    """Have IPython report a `raise NotImplementedError()` stub in one line, wherever it is reached.
-
-    Registers a custom exception handler on the running IPython shell (no effect, and False, outside
-    IPython). The cell still fails, as it must for grading; only what is printed changes.
-    """
-    if shell is None:
-        try:
-            from IPython import get_ipython
-        except ImportError:
-            return False
-        shell = get_ipython()
-    if shell is None:
-        return False
-
-    def handler(self, etype, value, tb, tb_offset=None):
-        if _is_stub(value, tb):
-            stb = [_stub_message(tb)]
-        else:  # a library's NotImplementedError (an operation a backend lacks): the usual traceback
-            stb = self.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-        self._showtraceback(etype, value, stb)
-        return stb
-
-    shell.set_custom_exc((NotImplementedError,), handler)
-    return True
 
 
 def _open_figures() -> set[int] | None:

@@ -273,25 +273,6 @@ def test_token_staircase_steps_up_one_token_at_each_arrival():
     plt.close(fig)
 
 
-def test_stubs_in_one_line_outside_graded_cells(shell, capsys):
-    from course.checks import stubs_in_one_line
-
-    assert stubs_in_one_line(shell)
-    try:
-        out = run(shell, capsys, "# YOUR CODE HERE\nraise NotImplementedError()\n")
-        assert out.strip() == ("NotImplementedError: this cell is not answered yet: replace "
-                               "`raise NotImplementedError()` here with your answer, then run it")
-        result = shell.run_cell("stub(1)")
-        assert isinstance(result.error_in_exec, NotImplementedError)  # the cell still fails
-        assert "`stub` is not written yet" in capsys.readouterr().out
-        out = run(shell, capsys, "raise NotImplementedError('no bf16 kernel on this backend')")
-        assert "Traceback" in out and "no bf16 kernel" in out  # a library's, not a stub: as usual
-        out = run(shell, capsys, "1 / 0")  # other errors keep their traceback
-        assert "ZeroDivisionError" in out and "Traceback" in out
-    finally:
-        shell.set_custom_exc((), None)
-
-
 def test_a_librarys_not_implemented_error_is_not_an_unwritten_exercise():
     def torch_like(x):
         raise NotImplementedError("Could not run 'aten::foo' with arguments from the 'CPU' backend")
