@@ -30,7 +30,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("BROWSER_ARTIFACTS", REPO / "artifacts" / "browser"))
 CHROMIUM = "/usr/bin/chromium"
-# Flags this closed network needs (see /work/.library/env/machines/python.md): without the
+# Flags a machine without outside network needs: without the
 # background-networking ones Chromium's own connection attempts are refused, many at a time.
 # Playwright adds a fresh temporary --user-data-dir to every launch by itself.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -347,3 +347,31 @@ def student(chromium, student_lab, page, request) -> Browsing:
 @pytest.fixture
 def instructor(chromium, instructor_lab, page, request) -> Browsing:
     return Browsing(page, instructor_lab, request.node.name)
+
+
+NB_PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook in front
+
+# Every code cell shows an execution count, or the run stopped; and none is still queued/running.
+RUN_FINISHED_JS = """(panel) => {
+  const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')]
+      .map(e => e.textContent.trim());
+  if (prompts.some(p => p.includes('*'))) return false;
+  const errors = document.querySelectorAll(panel + ' .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+  const allDone = prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
+  return allDone || [...errors].some(e => e.textContent.includes('Traceback'));
+}"""
+
+
+def open_notebook(student, nb_rel: str) -> None:
+    """Open `nb_rel` in JupyterLab and wait for an idle Python kernel and the Validate button."""
+    from playwright.sync_api import expect
+
+    page = student.page
+    student.open_lab(nb_rel)
+    page.wait_for_function(
+        """(panel) => {
+             const name = document.querySelector(panel + ' .jp-KernelName');
+             const state = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator');
+             return name && name.textContent.includes('Python 3') && state && state.dataset.status === 'idle';
+           }""", arg=NB_PANEL)
+    expect(page.locator(f"{NB_PANEL} .validate-button")).to_be_visible()

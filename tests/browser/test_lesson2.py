@@ -16,22 +16,12 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
 from playwright.sync_api import expect  # noqa: E402
 
-from .conftest import Browsing, start_lab, stop_lab  # noqa: E402
+from .conftest import NB_PANEL, RUN_FINISHED_JS, Browsing, open_notebook, start_lab, stop_lab  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
 LESSON = "02_arithmetic_intensity"
-NB_PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 RUN_ALL_TIMEOUT_MS = 180_000  # the lesson runs in seconds; a loaded 2-core machine is slower
-
-RUN_FINISHED_JS = """(panel) => {
-  const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')]
-      .map(e => e.textContent.trim());
-  if (prompts.some(p => p.includes('*'))) return false;
-  const errors = document.querySelectorAll(panel + ' .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
-  const allDone = prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
-  return allDone || [...errors].some(e => e.textContent.includes('Traceback'));
-}"""
 
 
 def fill_answers(release_nb, source_nb) -> dict[str, int]:
@@ -75,12 +65,7 @@ def test_lesson_2_runs_and_draws_a_readable_roofline(chromium, lesson2_lab, page
         index = fill_answers(lesson2_lab.root / nb_rel, course_root / "source" / LESSON / name)
 
     with student.step(f"open {nb_rel} and wait for an idle kernel"):
-        student.open_lab(nb_rel)
-        page.wait_for_function(
-            """(panel) => {
-                 const state = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator');
-                 return state && state.dataset.status === 'idle';
-               }""", arg=NB_PANEL)
+        open_notebook(student, nb_rel)
 
     cells = page.locator(f"{NB_PANEL} .jp-Notebook .jp-Cell")
     with student.step("Run > Run All Cells"):

@@ -26,11 +26,10 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
 from playwright.sync_api import expect  # noqa: E402
 
-from .conftest import COURSE_ID  # noqa: E402
+from .conftest import COURSE_ID, NB_PANEL, RUN_FINISHED_JS, open_notebook  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
-NB_PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 STUB = "raise NotImplementedError()"
 RUN_ALL_TIMEOUT_MS = 180_000  # lesson 1 on a loaded 2-core machine
 VALIDATE_TIMEOUT_MS = 180_000  # nbgrader runs the whole notebook again on the server
@@ -90,17 +89,6 @@ def graded_cells(path) -> dict[int, str]:
             if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
 
 
-# Every code cell shows an execution count, or the run stopped; and none is still queued/running.
-RUN_FINISHED_JS = """(panel) => {
-  const prompts = [...document.querySelectorAll(panel + ' .jp-CodeCell .jp-InputArea-prompt')]
-      .map(e => e.textContent.trim());
-  if (prompts.some(p => p.includes('*'))) return false;
-  const errors = document.querySelectorAll(panel + ' .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
-  const allDone = prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
-  return allDone || [...errors].some(e => e.textContent.includes('Traceback'));
-}"""
-
-
 def test_lesson_1_runs_renders_chart_and_validates(student, course_copy):
     _, lesson = course_copy
     page = student.page
@@ -111,14 +99,7 @@ def test_lesson_1_runs_renders_chart_and_validates(student, course_copy):
         exercise, answer = prepare_student_notebook(nb_path, solution_sources(lesson.source_nb))
 
     with student.step(f"open {nb_rel} in JupyterLab with the nbgrader extension"):
-        student.open_lab(nb_rel)
-        page.wait_for_function(
-            """(panel) => {
-                 const name = document.querySelector(panel + ' .jp-KernelName');
-                 const state = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator');
-                 return name && name.textContent.includes('Python 3') && state && state.dataset.status === 'idle';
-               }""", arg=NB_PANEL)
-        expect(page.locator(f"{NB_PANEL} .validate-button")).to_be_visible()
+        open_notebook(student, nb_rel)
 
     cells = page.locator(f"{NB_PANEL} .jp-Notebook .jp-Cell")
     with student.step(f"type the first exercise's answer into cell {exercise}"):
@@ -188,18 +169,6 @@ def test_assignments_panel_lists_the_released_lesson(student, course_copy):
 # --- the checks, as a student meets them ---------------------------------------------------------
 
 ERROR_OUTPUT = ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']"
-
-
-def open_notebook(student, nb_rel: str) -> None:
-    page = student.page
-    student.open_lab(nb_rel)
-    page.wait_for_function(
-        """(panel) => {
-             const name = document.querySelector(panel + ' .jp-KernelName');
-             const state = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator');
-             return name && name.textContent.includes('Python 3') && state && state.dataset.status === 'idle';
-           }""", arg=NB_PANEL)
-    expect(page.locator(f"{NB_PANEL} .validate-button")).to_be_visible()
 
 
 def run_cell_by_cell(student, cells, count: int) -> None:
