@@ -31,3 +31,35 @@ def test_decode_and_prefill_pieces_run_and_count():
     linear = sum(p.numel() for n, p in model.named_parameters() if n.endswith("weight") and "norm" not in n
                  and "embeddings" not in n)
     assert flops == 2 * linear * 8 + 2 * 2 * 8 * 8 * TINY.d_model
+
+
+def test_targets_match_h100_h200_and_gh200_not_measured_gpus():
+    from course.device import catalog_accelerator
+    for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA GH200 480GB"):
+        assert bench.is_target_gpu(catalog_accelerator(name).name), name
+    assert catalog_accelerator("NVIDIA GH200 480GB").name == "H200 SXM"
+    assert not bench.is_target_gpu("NVIDIA A100-SXM4-80GB")
+    assert not bench.is_target_gpu("NVIDIA H100 NVL (measured)")
+    assert not bench.is_target_gpu("CPU: AMD EPYC, 2 threads (measured)")
+
+
+def test_cpu_timer_synchronises_and_divides_by_calls():
+    t = bench.timer_for(torch.device("cpu"), calls=2)(lambda: time.sleep(0.002))
+    assert 0.0015 < t < 0.1
+
+
+def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
+    import json
+    from course import models
+    monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    out = tmp_path / "figures.json"
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8",
+                       "--repeats", "3", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "bounds, same run" in text and "bare matrix-vector" in text
+    record = json.loads(out.read_text())
+    for mode in record["decode"]["modes"].values():  # never above 100 %: a number below 1, or None
+        assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
+    for mode in record["prefill"]["modes"].values():
+        assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
