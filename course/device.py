@@ -215,31 +215,84 @@ def timed_call(fn: Callable[[], object], device: torch.device | str | None = Non
 
 def interleave(fns: dict[str, Callable[[], object]], rounds: int = 5, warmup: int = 1,
                timer: Callable[[Callable[[], object]], float] | None = None,
-               on_call: Callable[[str], None] | None = None) -> dict[str, Sampled]:
+               on_call: Callable[[str], None] | None = None, label: str | None = None) -> dict[str, Sampled]:
     """Time every function in `fns` `rounds` times, in turns: round r calls each once, forwards
     on even rounds and backwards on odd ones, so that load drifting during the run hits all of
     them alike. Each is first called `warmup` times untimed (a new shape pays one-off costs).
     `timer(fn)` returns the seconds of one call (default: timed_call); `on_call(label)` runs
-    after every call, e.g. to advance a progress bar."""
+    after every call; with a `label`, a progress bar shows the calls done and left."""
     for name, value, least in (("rounds", rounds, 1), ("warmup", warmup, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"interleave: {name} must be a whole number of at least {least}, not {value!r}")
     if not fns:
         raise ValueError("fns must name at least one function to time")
     timer = timer or timed_call
-    results = {label: Sampled(label) for label in fns}
-    for label, fn in fns.items():
-        for _ in range(warmup):
-            fn()
-            if on_call:
-                on_call(label)
-    order = list(fns)
-    for r in range(rounds):
-        for label in (order if r % 2 == 0 else order[::-1]):
-            results[label].samples.append(float(timer(fns[label])))
-            if on_call:
-                on_call(label)
+    bar = None
+    if label is not None:
+        from course.progress import Progress
+        bar = Progress(len(fns) * (warmup + rounds), label, unit="calls")
+
+    def done(name: str) -> None:
+        if on_call:
+            on_call(name)
+        if bar:
+            bar.advance()
+
+    results = {name: Sampled(name) for name in fns}
+    try:
+        for name, fn in fns.items():
+            for _ in range(warmup):
+                fn()
+                done(name)
+        order = list(fns)
+        for r in range(rounds):
+            for name in (order if r % 2 == 0 else order[::-1]):
+                results[name].samples.append(float(timer(fns[name])))
+                done(name)
+    finally:
+        if bar:
+            bar.close()
     return results
+
+
+def in_turns(points: list, run: Callable[[object], object], rounds: int = 5, warmup: int = 1,
+             label: str = "", unit: str = "runs") -> dict[object, list]:
+    """{point: [run(point) of each round]}: every point run `warmup` times first (a new shape
+    pays one-off costs), then `rounds` rounds in turns, forwards then backwards, so that a load
+    that drifts during the sweep hits every point alike. A progress bar advances after each run."""
+    from course.progress import Progress
+
+    points = list(points)
+    bar = Progress(len(points) * (warmup + rounds), label, unit=unit)
+    fns = {i: (lambda p=p: out[p].append(run(p))) for i, p in enumerate(points)}
+    out: dict = {p: [] for p in points}
+    try:
+        interleave(fns, rounds=rounds, warmup=warmup, timer=lambda fn: (fn(), 0.0)[1],
+                   on_call=lambda _label: bar.advance())
+    finally:
+        bar.close()
+    return {p: runs[warmup:] for p, runs in out.items()}
+
+
+def sampled(runs: dict[object, list], key: str | None = None) -> list[Sampled]:
+    """One Sampled per point of in_turns' result: run[key] of each run (or each run itself)."""
+    return [Sampled(str(p), [float(r[key] if key is not None else r) for r in rs]) for p, rs in runs.items()]
+
+
+def error_bars(stats: list[Sampled], scale: float = 1.0) -> tuple[list[float], list[list[float]]]:
+    """(medians, [below, above]) for matplotlib's errorbar: the min-max band of each point."""
+    med = [scale * s.median for s in stats]
+    return med, [[scale * (s.median - s.low) for s in stats], [scale * (s.high - s.median) for s in stats]]
+
+
+def too_noisy(stats: list[Sampled], limit: float = 0.3) -> list[int]:
+    """Indices of the points whose runs disagree by more than `limit` of their median."""
+    return [i for i, s in enumerate(stats) if s.rel_spread > limit]
+
+
+def overlap(a: Sampled, b: Sampled) -> bool:
+    """True when the min-max bands of two measurements overlap: this run cannot order them."""
+    return a.low <= b.high and b.low <= a.high
 
 
 def read_probe(nbytes: int, device: torch.device | str = "cpu") -> Callable[[], object]:
