@@ -38,12 +38,16 @@ import torch
 
 from course.device import (describe, detect_hardware, dtype_name, held_against, interleave, matmul_probe,
                            matvec_probe, model_dtype, pick_device, read_probe, set_cpu_threads, synchronize)
-from course.toy_model import ToyTransformer, build_model, count_flops
+from course.toy_model import ToyTransformer, aten_ops, attention_kernels, build_model, count_flops, launches
 
 CPU_DECODE_TARGET = 0.80  # of bare matrix-vector products over the same weights, same run
 GPU_DECODE_MBU_TARGET = 0.60  # H100 / H200, batch 1
 GPU_PREFILL_MFU_TARGET = 0.50  # H100 / H200, 2,048 tokens
 TARGET_GPUS = ("H100", "H200")
+
+
+ATTENTION_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                      "math": "MATH"}
 
 
 def is_target_gpu(accelerator_name: str) -> bool:
@@ -143,8 +147,8 @@ def decode_cuda_graph(model, cache, token, position) -> Callable[[], None]:
 def decode_compiled(model, cache, token, position) -> Callable[[], None]:
     """torch.compile(mode="reduce-overhead"): fused kernels, replayed as CUDA graphs. The cache is
     updated in place, so its tensors are marked as static (fixed-address) inputs."""
-    torch._dynamo.mark_static_address(cache.k)
-    torch._dynamo.mark_static_address(cache.v)
+    for buffer in cache.tensors():
+        torch._dynamo.mark_static_address(buffer)
     compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
 
     def step():
@@ -165,8 +169,8 @@ def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool) -> tuple[
     positions = torch.arange(prompt_len, device=device)
 
     def run():
-        with torch.inference_mode():
-            forward(prompt, positions, cache)
+        with torch.inference_mode():  # an empty cache: causal attention, logits of the last position only
+            forward(prompt, positions, cache, fresh=True, last_only=True)
 
     flops = count_flops(lambda: model.prefill(prompt, model.new_cache(1, prompt_len)))
     return run, flops
@@ -183,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7, help="timed samples per measurement")
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores free now)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--attention", choices=sorted(ATTENTION_BACKENDS),
+                        help="the only attention kernel PyTorch may use (default: its own choice)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse the CPU figures recorded by an earlier run instead of measuring them now")
     parser.add_argument("--refresh", action="store_true", help=argparse.SUPPRESS)  # the default now
@@ -217,6 +223,21 @@ def main(argv: list[str] | None = None) -> int:
               "decode may be served from cache")
     misses = []
     target = gpu and is_target_gpu(hw.name)
+    if args.attention:
+        from torch.nn.attention import SDPBackend
+        model.use_attention_backends([getattr(SDPBackend, ATTENTION_BACKENDS[args.attention])])
+    probe_cache = model.new_cache(1, 18)  # room for the two decode steps below
+    probe_token = model.prefill(torch.zeros((1, 16), dtype=torch.long, device=device), probe_cache).argmax(-1, keepdim=True)
+    ops = aten_ops(model.decode, probe_token, probe_cache)
+    record["decode_launches"] = launches(ops)
+    record["attention_kernels"] = {
+        "prefill": attention_kernels(model.prefill, torch.zeros((1, 16), dtype=torch.long, device=device),
+                                     model.new_cache(1, 17)),
+        "decode": attention_kernels(model.decode, probe_token, probe_cache)}
+    print(f"eager decode step: {record['decode_launches']} operators that launch kernels "
+          f"({len(model.layers)} layers); attention kernels chosen: prefill {record['attention_kernels']['prefill']}, "
+          f"decode {record['attention_kernels']['decode']}" + (f" (restricted to {args.attention})" if args.attention else ""))
+    del probe_cache
 
     # Decode, batch 1, in turns with its two bounds: a plain read of as many bytes, and bare
     # matrix-vector products over the very same weights.
