@@ -64,3 +64,20 @@ def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
         assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
     for mode in record["prefill"]["modes"].values():
         assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
+
+
+def test_gpu_check_refuses_without_a_gpu_and_renders_a_record(capsys, monkeypatch):
+    from utils import gpu_check
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu_check.main([]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+    facts = {"device": "NVIDIA GH200 480GB", "compute_capability": "9.0", "driver": "560.35", "cuda": "12.6",
+             "torch": "2.13.0", "python": "3.11", "load_average": "0.1 0.1 0.1", "date": "2026-12-01 10:00 UTC"}
+    cells = [{"cell": 1, "seconds": 2.5, "text": "setup", "error": None},
+             {"cell": 9, "seconds": 1.0, "text": "", "error": "RuntimeError: boom"}]
+    text = gpu_check.render(facts, cells, 0, "decode ... MBU 61%", {"decode": {"modes": {}}})
+    for needle in ("NVIDIA GH200 480GB", "560.35", "2.13.0", "**1 failed**", "cell 9 (RuntimeError: boom)",
+                   "decode ... MBU 61%", '"decode"'):
+        assert needle in text, needle
+    path = gpu_check.record_path(facts)
+    assert path.parent.name == "gpu-runs" and path.name.endswith("-nvidia-gh200-480gb.md")
