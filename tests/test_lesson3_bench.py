@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 from course.models import ModelConfig
@@ -81,3 +82,28 @@ def test_gpu_check_refuses_without_a_gpu_and_renders_a_record(capsys, monkeypatc
         assert needle in text, needle
     path = gpu_check.record_path(facts)
     assert path.parent.name == "gpu-runs" and path.name.endswith("-nvidia-gh200-480gb.md")
+
+
+@pytest.mark.parametrize("stale_scale", [1e-3, 1e3])
+def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, monkeypatch, capsys, stale_scale):
+    """A record written under load then reused on a quiet machine (figures far too low), and the
+    reverse (far too high): the utilisations come from bounds measured in the same run."""
+    import json
+    from course import models
+    monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3"]) == 0
+    record = next(tmp_path.glob("hardware-*.json"))
+    data = json.loads(record.read_text())
+    data["bandwidth_bytes_per_s"] *= stale_scale
+    data["matmul_flops_per_s"] *= stale_scale
+    record.write_text(json.dumps(data))
+    out = tmp_path / "figures.json"
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+                       "--reuse", "--json", str(out)]) == 0
+    assert "reusing figures measured" in capsys.readouterr().out
+    figures = json.loads(out.read_text())
+    for mode in figures["decode"]["modes"].values():
+        assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
+    for mode in figures["prefill"]["modes"].values():
+        assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
