@@ -190,3 +190,24 @@ def test_probes_read_and_multiply_the_bytes_they_claim():
     mm, flops = dev.matmul_probe(16)
     assert mm().shape == (16, 16) and flops == 2 * 16**3
     assert dev.measure_read_bandwidth("cpu", 4 * 2**20, 0.02) > 1e8
+
+
+def test_in_turns_keeps_the_runs_after_warm_up_and_shows_progress(capsys):
+    seen = []
+    runs = dev.in_turns([1, 2], lambda p: seen.append(p) or 10 * p + len(seen), rounds=2, warmup=1, label="sweep")
+    assert seen == [1, 2, 1, 2, 2, 1]  # warm-up of each point, then forwards and backwards
+    assert runs == {1: [13, 16], 2: [24, 25]}
+    assert [s.median for s in dev.sampled(runs)] == [14.5, 24.5]
+    out = capsys.readouterr().out
+    assert "sweep [" in out and "6/6 runs" in out and "left" in out and out.endswith("\n")
+    med, (below, above) = dev.error_bars(dev.sampled(runs), scale=2.0)
+    assert med == [29.0, 49.0] and below == [3.0, 1.0] and above == [3.0, 1.0]
+    a, b, c = dev.Sampled("a", [1.0, 2.0]), dev.Sampled("b", [1.5, 3.0]), dev.Sampled("c", [5.0, 9.0])
+    assert dev.overlap(a, b) and not dev.overlap(a, c)
+    assert dev.too_noisy([a, dev.Sampled("d", [1.0, 1.1])]) == [0]
+
+
+def test_progress_rejects_a_bad_total():
+    from course.progress import Progress
+    with pytest.raises(ValueError, match="total"):
+        Progress(-1)
