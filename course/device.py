@@ -121,8 +121,13 @@ def free_cpu_cores() -> int:
 
     PyTorch's CPU kernels split each matmul among their threads and wait for the slowest: when
     another process holds one of the cores, a two-thread matmul waits for it and runs 10 to 40
-    times slower than on one thread. Run no more threads than there are free cores."""
-    return max(1, min(cpu_threads(), cpu_threads() - math.floor(busy_cores())))
+    times slower than on one thread. Run no more threads than there are free cores.
+
+    /proc/loadavg counts the whole machine's tasks: where this process may use only some of its
+    cores (a container, taskset), their share of the busy ones is counted."""
+    ours, machine = cpu_threads(), max(os.cpu_count() or 1, cpu_threads())
+    busy_here = busy_cores() * ours / machine
+    return max(1, min(ours, ours - math.floor(busy_here)))
 
 
 def set_cpu_threads(n: int | None = None) -> int:

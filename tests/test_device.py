@@ -134,6 +134,7 @@ def test_bf16_only_where_the_gpu_computes_it_natively(monkeypatch, name, capabil
 
 def test_threads_follow_the_free_cores(monkeypatch):
     monkeypatch.setattr(dev, "cpu_threads", lambda: 2)
+    monkeypatch.setattr(dev.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(dev, "busy_cores", lambda: 0.0)
     assert dev.free_cpu_cores() == 2
     monkeypatch.setattr(dev, "busy_cores", lambda: 1.0)
@@ -141,6 +142,11 @@ def test_threads_follow_the_free_cores(monkeypatch):
     monkeypatch.setattr(dev, "busy_cores", lambda: 7.0)  # load 8 on 2 cores: still one thread
     assert dev.free_cpu_cores() == 1
     assert dev.busy_cores() == 7.0
+    # 4 of a 64-core host's cores, 32 tasks running elsewhere on it: about 2 of ours are busy
+    monkeypatch.setattr(dev, "cpu_threads", lambda: 4)
+    monkeypatch.setattr(dev.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(dev, "busy_cores", lambda: 32.0)
+    assert dev.free_cpu_cores() == 2
 
 
 def test_busy_cores_reads_the_running_tasks():

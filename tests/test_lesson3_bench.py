@@ -14,6 +14,14 @@ from utils import bench
 TINY = ModelConfig("tiny", n_layers=1, d_model=32, n_heads=2, n_kv_heads=2, d_ff=48, vocab_size=50)
 
 
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    """bench.main sets PyTorch's thread count; leave it as the other tests found it."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
 def test_measure_reports_the_median_per_call():
     t = bench.measure(lambda: time.sleep(0.002), torch.device("cpu"), warmup=1, repeats=3, calls=2, label="sleep")
     assert t.label == "sleep" and 0.0015 < t.seconds < 0.1 and t.spread >= 0
@@ -92,7 +100,8 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
     from course import models
     monkeypatch.setitem(models.PRESETS, "tiny", TINY)
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
-    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3"]) == 0
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+                       "--threads", "1"]) == 0  # the record is kept per thread count
     record = next(tmp_path.glob("hardware-*.json"))
     data = json.loads(record.read_text())
     data["bandwidth_bytes_per_s"] *= stale_scale
@@ -100,7 +109,7 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
     record.write_text(json.dumps(data))
     out = tmp_path / "figures.json"
     assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
-                       "--reuse", "--json", str(out)]) == 0
+                       "--threads", "1", "--reuse", "--json", str(out)]) == 0
     assert "reusing figures measured" in capsys.readouterr().out
     figures = json.loads(out.read_text())
     for mode in figures["decode"]["modes"].values():
