@@ -105,7 +105,7 @@ def render(facts: dict, cells: list[dict], bench_rc: int, bench_text: str, figur
     lines = [f"# Lesson 3 and the benchmark on {facts['device']}, {facts['date']}", "",
              "Written by `make gpu-check` (`python -m utils.gpu_check`).", "",
              "| | |", "|---|---|"]
-    for key in ("device", "compute_capability", "driver", "cuda", "torch", "python", "load_average"):
+    for key in ("device", "compute_capability", "driver", "cuda", "torch", "python", "load_average", "load_average_after"):
         if key in facts:
             lines.append(f"| {key.replace('_', ' ')} | {facts[key]} |")
     failed = [c for c in cells if c["error"]]
