@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: env system-deps demo test build check grade bench lab lab-instructor clean
+.PHONY: env system-deps demo test build check grade bench gpu-check lab lab-instructor clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,8 +33,16 @@ check: $(STAMP)
 grade: $(STAMP)
 	$(PY) -m utils.grade
 
+# The toy model's decode and prefill against bounds measured in the same run, afresh each time.
+# BENCH_ARGS=--reuse reuses the CPU figures of an earlier run; BENCH_ARGS=--strict fails on a miss.
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(PY) -m utils.bench
+	$(PY) -m utils.bench $(BENCH_ARGS)
+
+# On a GPU machine: lesson 3 top to bottom with the reference answers, then the benchmark; writes a
+# dated record (device, driver, torch, every figure) to docs/gpu-runs/. Exits 2 where there is no GPU.
+gpu-check: $(STAMP)
+	$(PY) -m utils.gpu_check
 
 # Students: the released lessons in JupyterLab.
 lab: $(STAMP)

@@ -1,21 +1,31 @@
 """Which hardware this notebook runs on, and what it can do.
 
 On an NVIDIA GPU the figures come from the catalog in course.hardware, looked up by the device's
-name; a GPU the catalog does not know is said so, then measured. On a CPU there is no spec sheet
-to trust (the cores, the memory channels and the neighbours on a shared machine all matter), so
-the figures are measured: copy bandwidth and matmul FLOP/s, in a few seconds, cached in
-.course_cache/ at the repository root (or ~/.cache/prefill-decode-course). Measured figures are
-labelled as such (Accelerator.measured is True).
+name (a GH200 matches the H200 entry); a GPU the catalog does not know is said so, then measured.
+On a CPU there is no spec sheet to trust (the cores, the memory channels and the neighbours on a
+shared machine all matter), so the figures are measured, afresh on every call: read bandwidth
+(summing a buffer larger than the last-level cache: decode *reads* its weights) and matmul
+FLOP/s. A record of each measurement is written to .course_cache/ (or
+~/.cache/prefill-decode-course) and read back only when asked (reuse=True), with its age and load.
 
-The measurements use torch.utils.benchmark, which warms up and synchronises for us.
+A bound measured at one time does not hold at another on a shared machine. `interleave` times
+several functions in turns, so that a drifting load hits all of them alike, and `Bounds` /
+`held_against` hold a measurement against probes of the bound taken in the same turns, never
+showing a utilisation above 100 % (the bound is measured again, and if the excess persists the
+run is reported as disturbed).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
+import statistics
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.utils.benchmark as benchmark
@@ -23,7 +33,7 @@ import torch.utils.benchmark as benchmark
 from course.hardware import Accelerator, get_accelerator
 
 GIB = 2**30
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 # --- the device and what runs on it ----------------------------------------------------------
@@ -46,10 +56,24 @@ def synchronize(device: torch.device | str | None = None) -> None:
         torch.mps.synchronize()
 
 
-def model_dtype(device: torch.device | str) -> torch.dtype:
-    """bf16 on a GPU that supports it (the dtype models are served in), fp32 elsewhere."""
+def native_bf16(device: torch.device | str = "cuda") -> bool:
+    """True when the GPU computes in bf16 in hardware: NVIDIA compute capability 8.0 or more
+    (A100, H100, H200, L4, RTX 30xx on). torch.cuda.is_bf16_supported() is also true on a T4 or
+    V100, which only emulate bf16, far below their fp16 rate; AMD GPUs report their own version."""
     device = torch.device(device)
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+    if device.type != "cuda":
+        return False
+    if getattr(torch.version, "hip", None):
+        return bool(torch.cuda.is_bf16_supported())
+    major, _minor = torch.cuda.get_device_capability(device)
+    return major >= 8
+
+
+def model_dtype(device: torch.device | str) -> torch.dtype:
+    """bf16 on a GPU that computes in it natively (the dtype models are served in), fp16 on an
+    older GPU (tensor cores since compute capability 7.0), fp32 on a CPU."""
+    device = torch.device(device)
+    if device.type == "cuda" and native_bf16(device):
         return torch.bfloat16
     if device.type == "cuda":
         return torch.float16
@@ -58,7 +82,7 @@ def model_dtype(device: torch.device | str) -> torch.dtype:
 
 def dtype_name(dtype: torch.dtype) -> str:
     """The key of Accelerator.peak_flops_per_s for a torch dtype ("bf16", "fp32", ...)."""
-    names = {torch.bfloat16: "bf16", torch.float16: "bf16", torch.float32: "fp32"}
+    names = {torch.bfloat16: "bf16", torch.float16: "bf16", torch.float32: "fp32"}  # fp16 peaks = bf16 peaks
     if dtype not in names:
         raise ValueError(f"no peak FLOP/s key for dtype {dtype}")
     return names[dtype]
@@ -72,11 +96,45 @@ def cpu_threads() -> int:
         return os.cpu_count() or 1
 
 
-def set_cpu_threads(n: int | None = None) -> int:
-    """Let PyTorch's CPU kernels use `n` threads (default: every core this process may use).
+def busy_cores(samples: int = 5, interval_s: float = 0.01) -> float:
+    """Cores other processes are running on now: the median of a few reads of the runnable-task
+    count in /proc/loadavg, less this process; falls back to the 1-minute load average."""
+    counts = []
+    for i in range(samples):
+        try:
+            running = Path("/proc/loadavg").read_text().split()[3].split("/")[0]
+            counts.append(max(0, int(running) - 1))
+        except (OSError, IndexError, ValueError):
+            break
+        if i + 1 < samples:
+            time.sleep(interval_s)
+    if counts:
+        return float(statistics.median(counts))
+    try:
+        return float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return 0.0
 
-    One thread per core: more threads than cores only make them take turns."""
-    n = cpu_threads() if n is None else n
+
+def free_cpu_cores() -> int:
+    """Cores this process may use that nobody else is running on now (at least 1).
+
+    PyTorch's CPU kernels split each matmul among their threads and wait for the slowest: when
+    another process holds one of the cores, a two-thread matmul waits for it and runs 10 to 40
+    times slower than on one thread. Run no more threads than there are free cores.
+
+    /proc/loadavg counts the whole machine's tasks: where this process may use only some of its
+    cores (a container, taskset), their share of the busy ones is counted."""
+    ours, machine = cpu_threads(), max(os.cpu_count() or 1, cpu_threads())
+    busy_here = busy_cores() * ours / machine
+    return max(1, min(ours, ours - math.floor(busy_here)))
+
+
+def set_cpu_threads(n: int | None = None) -> int:
+    """Let PyTorch's CPU kernels use `n` threads (default: the cores free now, free_cpu_cores()).
+
+    One thread per free core: more threads than that only make them take turns."""
+    n = free_cpu_cores() if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive number of threads, got {n!r}")
     torch.set_num_threads(n)
@@ -103,6 +161,17 @@ def measure_copy_bandwidth(device: torch.device | str = "cpu", nbytes: int = 256
     return 2 * src.nbytes / seconds
 
 
+def measure_read_bandwidth(device: torch.device | str = "cpu", nbytes: int = 256 * 2**20,
+                           min_run_time: float = 1.0) -> float:
+    """Bytes/s of summing an `nbytes` buffer: a pure read, the access pattern of decode's weights.
+
+    (A copy also writes, and on a CPU a fresh destination faults in every page it writes: a copy
+    measures something else.) Pick `nbytes` well above the last-level cache."""
+    device = torch.device(device)
+    buf = torch.ones(max(1, nbytes // 4), dtype=torch.float32, device=device)
+    return buf.nbytes / _median_seconds("buf.sum()", {"buf": buf}, min_run_time)
+
+
 def measure_matmul_flops(device: torch.device | str = "cpu", n: int = 2048, dtype: torch.dtype = torch.float32,
                          min_run_time: float = 1.0) -> float:
     """FLOP/s of an n x n by n x n matmul (2 n^3 FLOPs) in `dtype`: the attainable peak."""
@@ -111,6 +180,194 @@ def measure_matmul_flops(device: torch.device | str = "cpu", n: int = 2048, dtyp
     b = torch.randn(n, n, device=device).to(dtype)
     seconds = _median_seconds("torch.mm(a, b)", {"a": a, "b": b, "torch": torch}, min_run_time)
     return 2 * n**3 / seconds
+
+
+# --- measuring in turns, and holding a measurement against its bound ---------------------------
+
+@dataclass
+class Sampled:
+    """Seconds per call of one function, from several timed calls."""
+
+    label: str
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def low(self) -> float:
+        return min(self.samples)
+
+    @property
+    def high(self) -> float:
+        return max(self.samples)
+
+    @property
+    def rel_spread(self) -> float:
+        """(max - min) / median: 0.1 means the calls disagreed by 10 % of the median."""
+        return (self.high - self.low) / self.median if self.median > 0 else math.inf
+
+
+def timed_call(fn: Callable[[], object], device: torch.device | str | None = None) -> float:
+    """Seconds of one call of fn, the device synchronised before both clock reads."""
+    synchronize(device)
+    start = time.perf_counter()
+    fn()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def interleave(fns: dict[str, Callable[[], object]], rounds: int = 5, warmup: int = 1,
+               timer: Callable[[Callable[[], object]], float] | None = None,
+               on_call: Callable[[str], None] | None = None, label: str | None = None) -> dict[str, Sampled]:
+    """Time every function in `fns` `rounds` times, in turns: round r calls each once, forwards
+    on even rounds and backwards on odd ones, so that load drifting during the run hits all of
+    them alike. Each is first called `warmup` times untimed (a new shape pays one-off costs).
+    `timer(fn)` returns the seconds of one call (default: timed_call); `on_call(label)` runs
+    after every call; with a `label`, a progress bar shows the calls done and left."""
+    for name, value, least in (("rounds", rounds, 1), ("warmup", warmup, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"interleave: {name} must be a whole number of at least {least}, not {value!r}")
+    if not fns:
+        raise ValueError("fns must name at least one function to time")
+    timer = timer or timed_call
+    bar = None
+    if label is not None:
+        from course.progress import Progress
+        bar = Progress(len(fns) * (warmup + rounds), label, unit="calls")
+
+    def done(name: str) -> None:
+        if on_call:
+            on_call(name)
+        if bar:
+            bar.advance()
+
+    results = {name: Sampled(name) for name in fns}
+    try:
+        for name, fn in fns.items():
+            for _ in range(warmup):
+                fn()
+                done(name)
+        order = list(fns)
+        for r in range(rounds):
+            for name in (order if r % 2 == 0 else order[::-1]):
+                results[name].samples.append(float(timer(fns[name])))
+                done(name)
+    finally:
+        if bar:
+            bar.close()
+    return results
+
+
+def in_turns(points: list, run: Callable[[object], object], rounds: int = 5, warmup: int = 1,
+             label: str = "", unit: str = "runs") -> dict[object, list]:
+    """{point: [run(point) of each round]}: every point run `warmup` times first (a new shape
+    pays one-off costs), then `rounds` rounds in turns, forwards then backwards, so that a load
+    that drifts during the sweep hits every point alike. A progress bar advances after each run."""
+    from course.progress import Progress
+
+    points = list(points)
+    bar = Progress(len(points) * (warmup + rounds), label, unit=unit)
+    fns = {i: (lambda p=p: out[p].append(run(p))) for i, p in enumerate(points)}
+    out: dict = {p: [] for p in points}
+    try:
+        interleave(fns, rounds=rounds, warmup=warmup, timer=lambda fn: (fn(), 0.0)[1],
+                   on_call=lambda _label: bar.advance())
+    finally:
+        bar.close()
+    return {p: runs[warmup:] for p, runs in out.items()}
+
+
+def sampled(runs: dict[object, list], key: str | None = None) -> list[Sampled]:
+    """One Sampled per point of in_turns' result: run[key] of each run (or each run itself)."""
+    return [Sampled(str(p), [float(r[key] if key is not None else r) for r in rs]) for p, rs in runs.items()]
+
+
+def error_bars(stats: list[Sampled], scale: float = 1.0) -> tuple[list[float], list[list[float]]]:
+    """(medians, [below, above]) for matplotlib's errorbar: the min-max band of each point."""
+    med = [scale * s.median for s in stats]
+    return med, [[scale * (s.median - s.low) for s in stats], [scale * (s.high - s.median) for s in stats]]
+
+
+def too_noisy(stats: list[Sampled], limit: float = 0.3) -> list[int]:
+    """Indices of the points whose runs disagree by more than `limit` of their median."""
+    return [i for i, s in enumerate(stats) if s.rel_spread > limit]
+
+
+def overlap(a: Sampled, b: Sampled) -> bool:
+    """True when the min-max bands of two measurements overlap: this run cannot order them."""
+    return a.low <= b.high and b.low <= a.high
+
+
+def read_probe(nbytes: int, device: torch.device | str = "cpu") -> Callable[[], object]:
+    """A function that reads `nbytes` (a sum over a buffer of that size, made once)."""
+    buf = torch.ones(max(1, int(nbytes) // 4), dtype=torch.float32, device=torch.device(device))
+    return buf.sum
+
+
+def matvec_probe(model: torch.nn.Module, batch: int = 1) -> tuple[Callable[[], object], int]:
+    """Bare matrix-vector products over the very weights a decode step reads, and their bytes.
+
+    One `batch` x in_features input per weight matrix (every 2-D parameter but the token
+    embedding table, which decode only gathers a row of): the same bytes as decode's weights,
+    with none of its other work (norms, rotary positions, attention, launches between them)."""
+    weights = [p for name, p in model.named_parameters() if p.ndim == 2 and "embeddings" not in name]
+    if not weights:
+        raise ValueError("the model has no weight matrices to multiply")
+    inputs = {w.shape[1]: torch.randn(batch, w.shape[1], device=w.device, dtype=w.dtype) for w in weights}
+
+    @torch.inference_mode()
+    def run() -> None:
+        for w in weights:
+            torch.nn.functional.linear(inputs[w.shape[1]], w)
+
+    return run, sum(w.nbytes for w in weights)
+
+
+def matmul_probe(n: int = 2048, dtype: torch.dtype = torch.float32,
+                 device: torch.device | str = "cpu") -> tuple[Callable[[], object], int]:
+    """An n x n by n x n matmul (the attainable FLOP/s) and its FLOPs, 2 n^3."""
+    a = torch.randn(n, n, device=torch.device(device)).to(dtype)
+    b = torch.randn(n, n, device=torch.device(device)).to(dtype)
+    return (lambda: torch.mm(a, b)), 2 * n**3
+
+
+@dataclass
+class Held:
+    """A measured rate held against its bound."""
+
+    achieved: float  # units per second
+    bound: float  # units per second, the best of the probes
+    fraction: float | None  # achieved / bound; None when it stayed above 1 (a disturbed run)
+    note: str  # one line for the reader
+
+    def percent(self) -> str:
+        return "not shown" if self.fraction is None else f"{self.fraction:.0%}"
+
+
+def held_against(achieved: float, bound: float, remeasure: Callable[[], float] | None = None,
+                 tries: int = 2, what: str = "the bound") -> Held:
+    """Hold a measured rate against a measured bound. A rate above its bound is impossible: the
+    bound is measured again (remeasure() returns a fresh rate; the best is kept) up to `tries`
+    times, and if the rate still exceeds it, no utilisation is given and the note says that the
+    machine was disturbed while measuring."""
+    for name, value in (("achieved", achieved), ("bound", bound)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite rate > 0, got {value!r}")
+    remeasured = 0
+    while achieved > bound and remeasure is not None and remeasured < tries:
+        bound = max(bound, float(remeasure()))
+        remeasured += 1
+    if achieved > bound:
+        return Held(achieved, bound, None,
+                    f"measured {achieved / bound:.2f}x {what}, which is impossible: the machine was "
+                    f"disturbed while measuring (another process took cores or memory bandwidth). "
+                    f"Re-run this cell when it is quieter")
+    note = f"{achieved / bound:.0%} of {what}"
+    if remeasured:
+        note += f" ({what} measured again {remeasured} time(s): the first measurement was low)"
+    return Held(achieved, bound, achieved / bound, note)
 
 
 # --- detection -------------------------------------------------------------------------------
@@ -172,19 +429,30 @@ def _save(path: Path, data: dict) -> None:
         pass  # a read-only checkout measures again next time; nothing else changes
 
 
-def _measure(device: torch.device, key: str, where: Path | None, refresh: bool, verbose: bool,
-             copy_bytes: int, matmul_n: int, dtype: torch.dtype, min_run_time: float) -> dict:
+def _load_average() -> float | None:
+    try:
+        return round(float(os.getloadavg()[0]), 2)
+    except (OSError, AttributeError):
+        return None
+
+
+def _measure(device: torch.device, key: str, where: Path | None, reuse: bool, verbose: bool,
+             read_bytes: int, matmul_n: int, dtype: torch.dtype, min_run_time: float) -> dict:
     path = None if where is None else where / f"hardware-{key}.json"
-    data = None if (refresh or path is None) else _load(path)
+    data = _load(path) if (reuse and path is not None) else None
     if data is not None:
         if verbose:
-            print(f"measured figures from {path} (delete it, or pass refresh=True, to measure again)")
+            age_min = (time.time() - data.get("measured_at", 0)) / 60
+            print(f"reusing figures measured {age_min:,.0f} min ago at load average {data.get('load_average')} "
+                  f"({path}); every figure held against them is checked, and they are measured again when "
+                  f"one comes out impossible")
         return data
     if verbose:
-        print(f"measuring copy bandwidth and {dtype_name(dtype)} matmul FLOP/s on {device} (a few seconds) ...",
+        print(f"measuring read bandwidth and {dtype_name(dtype)} matmul FLOP/s on {device} (about a second) ...",
               flush=True)
-    data = {"version": CACHE_VERSION, "key": key, "copy_bytes": copy_bytes, "matmul_n": matmul_n,
-            "bandwidth_bytes_per_s": measure_copy_bandwidth(device, copy_bytes, min_run_time),
+    data = {"version": CACHE_VERSION, "key": key, "read_bytes": read_bytes, "matmul_n": matmul_n,
+            "measured_at": time.time(), "load_average": _load_average(),
+            "bandwidth_bytes_per_s": measure_read_bandwidth(device, read_bytes, min_run_time),
             "matmul_flops_per_s": measure_matmul_flops(device, matmul_n, dtype, min_run_time)}
     if path is not None:
         _save(path, data)
@@ -195,24 +463,40 @@ def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text).strip("-").lower()
 
 
-def detect_hardware(device: torch.device | str | None = None, refresh: bool = False, verbose: bool = True,
-                    cache_dir: Path | str | None = None, use_cache: bool = True, copy_bytes: int | None = None,
-                    matmul_n: int | None = None, min_run_time: float = 1.0) -> Accelerator:
+def catalog_accelerator(gpu_name: str) -> Accelerator | None:
+    """The course catalog's entry for a GPU as the driver names it ("NVIDIA H100 80GB HBM3"), or
+    None. A GH200 (Grace Hopper) carries an H200-class GPU and matches the H200 entry by substring
+    ("NVIDIA GH200 480GB")."""
+    candidates = [gpu_name, gpu_name.removeprefix("NVIDIA ").strip()]
+    upper = gpu_name.upper()
+    if "GH200" in upper:
+        candidates.append("H200")
+    for candidate in candidates:
+        try:
+            return get_accelerator(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def detect_hardware(device: torch.device | str | None = None, reuse: bool = False, verbose: bool = True,
+                    cache_dir: Path | str | None = None, use_cache: bool = True, read_bytes: int | None = None,
+                    matmul_n: int | None = None, min_run_time: float = 0.5, refresh: bool | None = None) -> Accelerator:
     """The Accelerator this notebook runs on.
 
     GPU: the catalog entry for its name; an unknown GPU is said so and measured.
-    CPU: measured copy bandwidth and fp32 matmul FLOP/s, kept in `cache_dir` (default:
-    default_cache_dir()) unless use_cache is False; refresh=True measures again.
+    CPU: read bandwidth and fp32 matmul FLOP/s, measured now. A record is kept in `cache_dir`
+    (default: default_cache_dir(); none when use_cache is False); reuse=True reads it back instead
+    of measuring, and says how old it is. (refresh=True is the old spelling of reuse=False.)
     """
+    if refresh is not None:
+        reuse = not refresh
     device = torch.device(device) if device is not None else pick_device()
     where = None if not use_cache else Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
-        for candidate in (name, name.removeprefix("NVIDIA ").strip()):
-            try:
-                acc = get_accelerator(candidate)
-            except ValueError:
-                continue
+        acc = catalog_accelerator(name)
+        if acc is not None:
             if verbose:
                 print(f"GPU {name!r}: catalog entry {acc.name!r} ({acc.source})")
             return acc
@@ -220,7 +504,7 @@ def detect_hardware(device: torch.device | str | None = None, refresh: bool = Fa
             print(f"GPU {name!r} is not in the course catalog (course.hardware); measuring it instead.")
         dtype = model_dtype(device)
         key = _safe(f"{name}-torch{torch.__version__}")
-        data = _measure(device, key, where, refresh, verbose, copy_bytes or 2 * GIB, matmul_n or 8192,
+        data = _measure(device, key, where, reuse, verbose, read_bytes or 2 * GIB, matmul_n or 8192,
                         dtype, min_run_time)
         props = torch.cuda.get_device_properties(device)
         return Accelerator(
@@ -231,7 +515,7 @@ def detect_hardware(device: torch.device | str | None = None, refresh: bool = Fa
         raise ValueError(f"no detection for device type {device.type!r}; use 'cuda' or 'cpu'")
     threads = torch.get_num_threads()
     key = _safe(f"{cpu_name()}-{threads}threads-torch{torch.__version__}")
-    data = _measure(device, key, where, refresh, verbose, copy_bytes or 256 * 2**20, matmul_n or 2048,
+    data = _measure(device, key, where, reuse, verbose, read_bytes or 256 * 2**20, matmul_n or 2048,
                     torch.float32, min_run_time)
     return Accelerator(
         f"CPU: {cpu_name()}, {threads} threads (measured)", {"fp32": data["matmul_flops_per_s"]},
@@ -240,9 +524,10 @@ def detect_hardware(device: torch.device | str | None = None, refresh: bool = Fa
 
 
 def _measured_source(data: dict, dtype: torch.dtype) -> str:
-    return (f"measured on this machine by course.device: copy of {data['copy_bytes'] / 2**20:.0f} MiB "
-            f"(read + write counted), {data['matmul_n']}^3 {dtype_name(dtype)} matmul; medians of "
-            f"torch.utils.benchmark runs")
+    when = time.strftime("%H:%M", time.localtime(data.get("measured_at", 0)))
+    return (f"measured on this machine at {when}, load average {data.get('load_average')}: sum of "
+            f"{data['read_bytes'] / 2**20:.0f} MiB (bytes read), {data['matmul_n']}^3 {dtype_name(dtype)} "
+            f"matmul; medians of torch.utils.benchmark runs")
 
 
 def describe(acc: Accelerator, dtype: torch.dtype) -> str:

@@ -11,7 +11,11 @@ is logged in FakeDevice.events, in order.
     dev.synchronize(); dev.clock()  # -> 0.5
 
 RecordingModel has the interface of course.toy_model.ToyTransformer (new_cache, prefill, decode,
-logits_no_cache), queues a fixed time per call on a FakeDevice, and records every call.
+logits_no_cache). Every one of its calls, new_cache included (a real cache is zero-filled by a
+kernel), queues a fixed time on a FakeDevice, and is recorded.
+
+check_clock_reads(dev) is a visible check: it names the first clock read that would mistime a GPU
+(work still queued, or the start read before the request's setup) and says what to change.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
+
+from course.checks import CheckFailed
 
 
 class FakeDevice:
@@ -59,14 +65,59 @@ class FakeDevice:
 
     def clock_reads_waited(self) -> bool:
         """True when every clock read came after a sync() that followed the last call before it."""
-        unwaited_calls = 0
+        return self.first_unwaited_read() is None
+
+    def first_unwaited_read(self) -> tuple[int, list[str]] | None:
+        """(number of the clock read, counting from 1; labels of the work still queued at it) for
+        the first clock read made while launched work had not been waited for; None if none."""
+        queued: list[str] = []
+        reads = 0
         for event in self.events:
-            if event == "clock" and unwaited_calls:
+            if event == "clock":
+                reads += 1
+                if queued:
+                    return reads, queued
+            elif event == "sync":
+                queued = []
+            else:
+                queued.append(event)
+        return None
+
+
+def _ordinal(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
+def check_clock_reads(dev: FakeDevice, start_after: str | None = None) -> None:
+    """A visible check of where a timer reads its clock: fail, saying what to change, when a clock
+    read came while work was still queued (no sync() before it), or, with `start_after`, when the
+    first clock read (the start) came before the call named `start_after` (e.g. "new_cache")."""
+    label = "clock reads"
+    if start_after is not None:
+        reads_before = 0
+        for event in dev.events:
+            if event == start_after:
                 break
-            unwaited_calls = 0 if event == "sync" else unwaited_calls + (event != "clock")
+            reads_before += event == "clock"
         else:
-            return True
-        return False
+            reads_before = None  # never called: the other checks say so
+        if reads_before:
+            message = (f"the start clock was read before {start_after}(), so the time of {start_after} is "
+                       f"counted in every token's time; call {start_after}() first, then sync(), "
+                       f"then read the start time")
+            print(f"FAIL  {label}: {message}")
+            raise CheckFailed(f"{label}: {message}")
+    found = dev.first_unwaited_read()
+    if found is not None:
+        n, queued = found
+        work = ", ".join(dict.fromkeys(queued))
+        message = (f"the {_ordinal(n)} clock read came while the work of {work} was still queued; "
+                   f"on a GPU that reads the launch, not the work: call sync() right before "
+                   f"every clock read")
+        print(f"FAIL  {label}: {message}")
+        raise CheckFailed(f"{label}: {message}")
+    reads = dev.events.count("clock")
+    print(f"ok    {label}: all {reads} came after sync()" + (f", the first after {start_after}()" if start_after else ""))
 
 
 @dataclass
@@ -93,6 +144,7 @@ class RecordingModel:
     every token of a greedy loop. `calls` records each call, in order."""
 
     device: FakeDevice
+    new_cache_s: float = 0.05  # zero-filling the cache: a kernel, queued like the others
     prefill_s: float = 0.4
     decode_s: float = 0.03
     no_cache_s_per_token: float = 0.01
@@ -113,6 +165,7 @@ class RecordingModel:
     def new_cache(self, batch_size: int, max_seq_len: int) -> FakeCache:
         cache = FakeCache(batch_size, max_seq_len)
         self.caches.append(cache)
+        self.device.launch(self.new_cache_s, "new_cache")
         return cache
 
     def prefill(self, idx: torch.Tensor, cache: FakeCache) -> torch.Tensor:

@@ -1,7 +1,10 @@
-"""A dependency-free progress bar for sweeps that take more than a few seconds.
+"""A dependency-free progress bar for work that takes more than a few seconds.
 
 Writes to stdout (never stderr: nbgrader treats stderr in a graded cell as a failure) and
-redraws in place, both in a notebook and in a terminal.
+redraws in place, both in a notebook and in a terminal. It shows what is done, what remains and,
+once something is done, an estimate of the time left:
+
+    prompt length [##########--------------------] 4/12 calls, 3.1 s, about 6 s left
 """
 
 from __future__ import annotations
@@ -13,22 +16,43 @@ from typing import Iterable, Iterator, TypeVar
 T = TypeVar("T")
 
 
-def progress(items: Iterable[T], label: str = "", width: int = 30) -> Iterator[T]:
-    """Yield from `items`, drawing ``label [#####-----] 3/6 1.2s`` as it goes."""
-    items = list(items)
-    total = len(items)
-    start = time.perf_counter()
+class Progress:
+    """A bar of `total` steps; call advance() as each step ends (several per item, if an item is
+    long), and close() at the end."""
 
-    def draw(done: int) -> None:
-        filled = int(width * done / total) if total else width
-        bar = "#" * filled + "-" * (width - filled)
-        elapsed = time.perf_counter() - start
-        sys.stdout.write(f"\r{label} [{bar}] {done}/{total} {elapsed:.1f}s")
+    def __init__(self, total: int, label: str = "", unit: str = "", width: int = 30):
+        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+            raise ValueError(f"total must be a whole number of steps >= 0, got {total!r}")
+        self.total, self.label, self.unit, self.width = total, label, unit, width
+        self.done = 0
+        self.start = time.perf_counter()
+        self._draw()
+
+    def _draw(self, end: str = "") -> None:
+        filled = int(self.width * self.done / self.total) if self.total else self.width
+        bar = "#" * filled + "-" * (self.width - filled)
+        elapsed = time.perf_counter() - self.start
+        left = ""
+        if 0 < self.done < self.total:
+            left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left"
+        unit = f" {self.unit}" if self.unit else ""
+        sys.stdout.write(f"\r{self.label} [{bar}] {self.done}/{self.total}{unit}, {elapsed:.1f} s{left}   {end}")
         sys.stdout.flush()
 
-    draw(0)
-    for i, item in enumerate(items, 1):
+    def advance(self, steps: int = 1) -> None:
+        self.done = min(self.total, self.done + steps)
+        self._draw()
+
+    def close(self) -> None:
+        self.done = self.total
+        self._draw(end="\n")
+
+
+def progress(items: Iterable[T], label: str = "", width: int = 30) -> Iterator[T]:
+    """Yield from `items`, drawing ``label [#####-----] 3/6, 1.2 s, about 1 s left`` as it goes."""
+    items = list(items)
+    bar = Progress(len(items), label, width=width)
+    for item in items:
         yield item
-        draw(i)
-    sys.stdout.write("\n")
-    sys.stdout.flush()
+        bar.advance()
+    bar.close()

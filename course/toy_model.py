@@ -7,7 +7,13 @@ optional grouped key/value heads (GQA), a gated (SwiGLU) MLP. As in gpt-fast, on
     prefill  the whole prompt in one pass; its keys and values are written into the cache;
     decode   one token per pass; it attends over everything the cache holds.
 
-The KV cache is preallocated for the whole request and updated in place, never reallocated.
+The KV cache is preallocated for the whole request and updated in place, never reallocated: one
+key tensor and one value tensor per layer, as gpt-fast keeps them, so that under torch.compile
+each layer's write is an in-place update of its own buffer (a slice of one tensor holding every
+layer would be copied out and written back whole, layer by layer). Prefill on an empty cache
+attends causally among its own tokens (is_causal=True: the kernel skips the masked half of the
+T x T square); decode attends over the cache with a mask. Prefill and the no-cache pass compute
+logits for the last position only: nothing reads the others.
 Weights are random, drawn from a seed: the tokens it generates are gibberish, but every matrix
 has the shape of a real model's, so the time it takes is real. Nothing is downloaded.
 
@@ -17,6 +23,7 @@ nh query heads, nkv key/value heads, hd head_dim, V vocab_size.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -32,22 +39,30 @@ from course.models import ModelConfig, get_model_config
 class KVCache:
     """Keys and values of every layer, preallocated for a whole request and written in place."""
 
-    k: torch.Tensor  # (n_layers, B, nkv, S, hd)
-    v: torch.Tensor  # (n_layers, B, nkv, S, hd)
+    k: list[torch.Tensor]  # one (B, nkv, S, hd) tensor per layer
+    v: list[torch.Tensor]  # one (B, nkv, S, hd) tensor per layer
     length: int = 0  # positions written so far: prompt tokens plus decoded tokens
 
     @property
     def batch_size(self) -> int:
-        return self.k.shape[1]
+        return self.k[0].shape[0]
 
     @property
     def max_seq_len(self) -> int:
-        return self.k.shape[3]
+        return self.k[0].shape[2]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.k[0].dtype
 
     @property
     def nbytes(self) -> int:
         """Bytes the cache occupies. Decode attends over every slot, so it also reads all of them."""
-        return self.k.nbytes + self.v.nbytes
+        return sum(t.nbytes for t in self.k) + sum(t.nbytes for t in self.v)
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every buffer of the cache (to mark them as static inputs for torch.compile, say)."""
+        return [*self.k, *self.v]
 
 
 class RMSNorm(nn.Module):
@@ -78,6 +93,20 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return rotated.type_as(x)
 
 
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, enable_gqa: bool,
+           backends: list | None = None) -> torch.Tensor:
+    """PyTorch's fused attention: causal among the pass's own tokens when mask is None, else
+    masked. `backends` (torch.nn.attention.SDPBackend values) restricts the kernels PyTorch may
+    pick; masked attention may pick cuDNN on an H100 or H200, which some PyTorch versions get
+    wrong with a mask."""
+    kwargs = dict(is_causal=True) if mask is None else dict(attn_mask=mask)
+    if backends:
+        from torch.nn.attention import sdpa_kernel
+        with sdpa_kernel(backends):
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, **kwargs)
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, **kwargs)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -85,8 +114,9 @@ class Attention(nn.Module):
         # q, k and v come out of one matmul (one weight read, one kernel), as in gpt-fast.
         self.wqkv = nn.Linear(cfg.d_model, (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim, bias=False)
         self.wo = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
+        self.backends: list | None = None  # set by ToyTransformer.use_attention_backends
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor,
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None,
                 input_pos: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         B, T, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv_heads, self.head_dim
@@ -96,12 +126,14 @@ class Attention(nn.Module):
         v = v.view(B, T, nkv, hd).transpose(1, 2)  # (B, nkv, T, hd)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if kv is not None:
-            k_cache, v_cache = kv  # (B, nkv, S, hd) each: this layer's slice of the cache
+            k_cache, v_cache = kv  # (B, nkv, S, hd) each: this layer's own buffers
             k_cache[:, :, input_pos] = k  # write this pass's keys and values in place
             v_cache[:, :, input_pos] = v
-            k, v = k_cache, v_cache  # attend over every slot; the mask hides those not written yet
-        # Each group of nh/nkv query heads shares one key/value head (enable_gqa).
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=nkv != nh)  # (B, nh, T, hd)
+            if mask is not None:  # attend over every slot; the mask hides those not written yet
+                k, v = k_cache, v_cache
+        # Each group of nh/nkv query heads shares one key/value head (enable_gqa). No mask: causal
+        # among this pass's own tokens (prefill on an empty cache, or no cache at all).
+        y = attend(q, k, v, mask, nkv != nh, self.backends)  # (B, nh, T, hd)
         y = y.transpose(1, 2).reshape(B, T, nh * hd)  # (B, T, nh*hd)
         return self.wo(y)  # (B, T, d)
 
@@ -145,20 +177,33 @@ class ToyTransformer(nn.Module):
         self.norm = RMSNorm(cfg.d_model)
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
 
-    def forward(self, idx: torch.Tensor, input_pos: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """Logits (B, T, V) for tokens idx (B, T) at positions input_pos (T,).
+    def forward(self, idx: torch.Tensor, input_pos: torch.Tensor, cache: KVCache | None = None,
+                fresh: bool = False, last_only: bool = False) -> torch.Tensor:
+        """Logits (B, T, V) for tokens idx (B, T) at positions input_pos (T,); (B, 1, V), the
+        last position's, with last_only.
 
         With a cache, the pass writes its keys and values at input_pos and attends over the whole
-        cache; without one, it attends only among the tokens of idx (one full, causal pass).
+        cache, masked; with fresh=True (the cache is empty: the pass starts at position 0) it
+        attends causally among its own tokens, as it does without a cache.
         """
         x = self.tok_embeddings(idx)  # (B, T, d)
         cos, sin = rope_angles(input_pos, self.config.head_dim)  # (T, hd/2) each
-        key_pos = input_pos if cache is None else torch.arange(cache.max_seq_len, device=idx.device)
-        mask = key_pos[None, :] <= input_pos[:, None]  # (T, S): a query sees keys at or before it
+        mask = None  # causal among the tokens of idx
+        if cache is not None and not fresh:
+            key_pos = torch.arange(cache.max_seq_len, device=idx.device)
+            mask = key_pos[None, :] <= input_pos[:, None]  # (T, S): a query sees keys at or before it
         for i, layer in enumerate(self.layers):
             kv = None if cache is None else (cache.k[i], cache.v[i])
             x = layer(x, cos, sin, mask, input_pos, kv)
+        if last_only:
+            x = x[:, -1:]  # the only position whose next token is wanted
         return self.output(self.norm(x))  # (B, T, V)
+
+    def use_attention_backends(self, backends: list | None) -> None:
+        """Restrict the attention kernels PyTorch may choose (a list of
+        torch.nn.attention.SDPBackend, e.g. [SDPBackend.FLASH_ATTENTION]); None: PyTorch's choice."""
+        for layer in self.layers:
+            layer.attention.backends = list(backends) if backends else None
 
     # --- the two phases, and the cache they share ------------------------------------------
 
@@ -168,9 +213,12 @@ class ToyTransformer(nn.Module):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         cfg, weight = self.config, self.output.weight
-        shape = (cfg.n_layers, batch_size, cfg.n_kv_heads, max_seq_len, cfg.head_dim)
-        return KVCache(torch.zeros(shape, device=weight.device, dtype=weight.dtype),
-                       torch.zeros(shape, device=weight.device, dtype=weight.dtype))
+        shape = (batch_size, cfg.n_kv_heads, max_seq_len, cfg.head_dim)
+
+        def buffers() -> list[torch.Tensor]:
+            return [torch.zeros(shape, device=weight.device, dtype=weight.dtype) for _ in range(cfg.n_layers)]
+
+        return KVCache(buffers(), buffers())
 
     @torch.inference_mode()
     def prefill(self, idx: torch.Tensor, cache: KVCache) -> torch.Tensor:
@@ -178,7 +226,7 @@ class ToyTransformer(nn.Module):
 
         Returns the logits (B, V) of the token that follows the prompt."""
         input_pos = self._next_positions(idx, cache)  # (T,)
-        logits = self(idx, input_pos, cache)  # (B, T, V)
+        logits = self(idx, input_pos, cache, fresh=cache.length == 0, last_only=True)  # (B, 1, V)
         cache.length += idx.shape[1]
         return logits[:, -1]
 
@@ -199,7 +247,7 @@ class ToyTransformer(nn.Module):
         """Logits (B, V) of the token after idx (B, T), recomputed over all of idx: no cache."""
         self._check_tokens(idx)
         input_pos = torch.arange(idx.shape[1], device=idx.device)  # (T,)
-        return self(idx, input_pos)[:, -1]
+        return self(idx, input_pos, last_only=True)[:, -1]
 
     def _check_tokens(self, idx: torch.Tensor) -> None:
         if not isinstance(idx, torch.Tensor) or idx.ndim != 2 or idx.shape[1] == 0:
@@ -274,6 +322,51 @@ def narrower(config: ModelConfig, factor: int = 2) -> ModelConfig:
 
 def _cpu_attention_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
     return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+VIEW_OPS = ("view", "reshape", "transpose", "select", "split", "chunk", "unsqueeze", "squeeze", "expand",
+            "slice", "alias", "permute", "detach", "t.default", "unbind")
+
+
+def aten_ops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Counter:
+    """How many times ``fn(*args, **kwargs)`` calls each ATen operator, by name ("aten.mm.default"),
+    as a Python dispatch mode sees them (composite operators such as linear and attention count
+    once each)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: Counter = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops[str(func)] += 1
+            return func(*args, **(kwargs or {}))
+
+    with _Count() as counter:
+        fn(*args, **kwargs)
+    return counter.ops
+
+
+def launches(ops: Counter) -> int:
+    """The operators among aten_ops' counts that run a kernel (views only relabel memory). In
+    eager PyTorch on a GPU each is one launch or a few, from the CPU, one after another: their
+    number sets the floor of a step that is bound by launch overhead."""
+    return sum(n for name, n in ops.items() if not any(v in name for v in VIEW_OPS))
+
+
+def attention_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
+    """Names of the attention operators and GPU kernels that ``fn(*args, **kwargs)`` ran, from the
+    PyTorch profiler: which implementation PyTorch chose (flash, memory-efficient, cuDNN, math,
+    or the CPU kernel)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        fn(*args, **kwargs)
+    keys = ("scaled_dot_product", "attention", "flash", "fmha", "cudnn")
+    return sorted({e.name for e in prof.events() if any(k in e.name.lower() for k in keys)
+                   and e.name != "aten::scaled_dot_product_attention"})
 
 
 def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 import torch
 
 from course.models import ModelConfig
@@ -11,6 +12,14 @@ from course.toy_model import build_model
 from utils import bench
 
 TINY = ModelConfig("tiny", n_layers=1, d_model=32, n_heads=2, n_kv_heads=2, d_ff=48, vocab_size=50)
+
+
+@pytest.fixture(autouse=True)
+def _keep_threads():
+    """bench.main sets PyTorch's thread count; leave it as the other tests found it."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 def test_measure_reports_the_median_per_call():
@@ -23,11 +32,87 @@ def test_decode_and_prefill_pieces_run_and_count():
     cache, token, position = bench._decode_setup(model, context=5, batch=2)
     assert token.shape == (2, 1) and position.tolist() == [5] and cache.max_seq_len == 6
     step = bench.decode_eager(model, cache, token, position)
-    before = cache.k.clone()
+    before = [k.clone() for k in cache.k]
     step()
-    assert not torch.equal(before, cache.k)  # the step wrote slot 5
+    assert all(not torch.equal(b, k) for b, k in zip(before, cache.k))  # the step wrote slot 5 of every layer
     run, flops = bench.prefill_fn(model, 8, compiled=False)
     run()
     linear = sum(p.numel() for n, p in model.named_parameters() if n.endswith("weight") and "norm" not in n
                  and "embeddings" not in n)
-    assert flops == 2 * linear * 8 + 2 * 2 * 8 * 8 * TINY.d_model
+    head = model.output.weight.numel()
+    assert flops == 2 * (linear - head) * 8 + 2 * head + 2 * 2 * 8 * 8 * TINY.d_model  # the head for the last token
+
+
+def test_targets_match_h100_h200_and_gh200_not_measured_gpus():
+    from course.device import catalog_accelerator
+    for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA GH200 480GB"):
+        assert bench.is_target_gpu(catalog_accelerator(name).name), name
+    assert catalog_accelerator("NVIDIA GH200 480GB").name == "H200 SXM"
+    assert not bench.is_target_gpu("NVIDIA A100-SXM4-80GB")
+    assert not bench.is_target_gpu("NVIDIA H100 NVL (measured)")
+    assert not bench.is_target_gpu("CPU: AMD EPYC, 2 threads (measured)")
+
+
+def test_cpu_timer_synchronises_and_divides_by_calls():
+    t = bench.timer_for(torch.device("cpu"), calls=2)(lambda: time.sleep(0.002))
+    assert 0.0015 < t < 0.1
+
+
+def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
+    import json
+    from course import models
+    monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    out = tmp_path / "figures.json"
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8",
+                       "--repeats", "3", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "bounds, same run" in text and "bare matrix-vector" in text
+    record = json.loads(out.read_text())
+    for mode in record["decode"]["modes"].values():  # never above 100 %: a number below 1, or None
+        assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
+    for mode in record["prefill"]["modes"].values():
+        assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
+
+
+def test_gpu_check_refuses_without_a_gpu_and_renders_a_record(capsys, monkeypatch):
+    from utils import gpu_check
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu_check.main([]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+    facts = {"device": "NVIDIA GH200 480GB", "compute_capability": "9.0", "driver": "560.35", "cuda": "12.6",
+             "torch": "2.13.0", "python": "3.11", "load_average": "0.1 0.1 0.1", "date": "2026-12-01 10:00 UTC"}
+    cells = [{"cell": 1, "seconds": 2.5, "text": "setup", "error": None},
+             {"cell": 9, "seconds": 1.0, "text": "", "error": "RuntimeError: boom"}]
+    text = gpu_check.render(facts, cells, 0, "decode ... MBU 61%", {"decode": {"modes": {}}})
+    for needle in ("NVIDIA GH200 480GB", "560.35", "2.13.0", "**1 failed**", "cell 9 (RuntimeError: boom)",
+                   "decode ... MBU 61%", '"decode"'):
+        assert needle in text, needle
+    path = gpu_check.record_path(facts)
+    assert path.parent.name == "gpu-runs" and path.name.endswith("-nvidia-gh200-480gb.md")
+
+
+@pytest.mark.parametrize("stale_scale", [1e-3, 1e3])
+def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, monkeypatch, capsys, stale_scale):
+    """A record written under load then reused on a quiet machine (figures far too low), and the
+    reverse (far too high): the utilisations come from bounds measured in the same run."""
+    import json
+    from course import models
+    monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+                       "--threads", "1"]) == 0  # the record is kept per thread count
+    record = next(tmp_path.glob("hardware-*.json"))
+    data = json.loads(record.read_text())
+    data["bandwidth_bytes_per_s"] *= stale_scale
+    data["matmul_flops_per_s"] *= stale_scale
+    record.write_text(json.dumps(data))
+    out = tmp_path / "figures.json"
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+                       "--threads", "1", "--reuse", "--json", str(out)]) == 0
+    assert "reusing figures measured" in capsys.readouterr().out
+    figures = json.loads(out.read_text())
+    for mode in figures["decode"]["modes"].values():
+        assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
+    for mode in figures["prefill"]["modes"].values():
+        assert mode["mfu"] is None or 0 < mode["mfu"] <= 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from course.fakes import FakeDevice, RecordingModel
+from course.checks import CheckFailed
+from course.fakes import FakeDevice, RecordingModel, check_clock_reads
 from course.models import ModelConfig
 from course.toy_model import build_model
 
@@ -50,7 +51,7 @@ def test_recording_model_records_calls_and_predicts_tokens():
     assert model.calls[1].tokens == [[24], [45]] and model.calls[1].cache is cache
     assert cache.length == 4
     dev.synchronize()
-    assert dev.clock() == pytest.approx(0.43)
+    assert dev.clock() == pytest.approx(0.05 + 0.43)  # new_cache queues work too
     with pytest.raises(ValueError, match="holds 6 positions"):
         model.prefill(torch.tensor([[1, 2, 3], [4, 5, 6]]), cache)
 
@@ -75,3 +76,42 @@ def test_recording_model_has_the_toy_models_interface():
         out = model.decode(out.argmax(dim=-1, keepdim=True), cache)
         assert out.shape == (1, 50) and cache.length == 3
         assert model.logits_no_cache(torch.tensor([[1, 2, 3]])).shape == (1, 50)
+
+
+def test_new_cache_queues_work_that_only_sync_completes():
+    dev = FakeDevice()
+    model = RecordingModel(dev, new_cache_s=0.25)
+    model.new_cache(1, 4)
+    assert dev.clock() == 0.0 and dev.first_unwaited_read() == (1, ["new_cache"])
+    dev.synchronize()
+    assert dev.clock() == 0.25
+
+
+def _timed(order):
+    """Run a request's calls and clock reads in `order` on a fresh fake; return the device."""
+    dev = FakeDevice()
+    model = RecordingModel(dev, new_cache_s=0.25)
+    cache = None
+    for step in order:
+        if step == "new_cache":
+            cache = model.new_cache(1, 8)
+        elif step == "prefill":
+            model.prefill(torch.tensor([[1, 2]]), cache)
+        elif step == "sync":
+            dev.synchronize()
+        else:
+            dev.clock()
+    return dev
+
+
+def test_check_clock_reads_names_the_mistake_and_the_fix(capsys):
+    check_clock_reads(_timed(["new_cache", "sync", "clock", "prefill", "sync", "clock"]), start_after="new_cache")
+    assert capsys.readouterr().out.startswith("ok")
+    with pytest.raises(CheckFailed, match=r"1st clock read came while the work of new_cache was still queued.*sync\(\)"):
+        check_clock_reads(_timed(["new_cache", "clock", "prefill", "sync", "clock"]), start_after="new_cache")
+    with pytest.raises(CheckFailed, match=r"2nd clock read came while the work of prefill"):
+        check_clock_reads(_timed(["new_cache", "sync", "clock", "prefill", "clock"]))
+    with pytest.raises(CheckFailed, match=r"start clock was read before new_cache\(\).*then sync\(\)"):
+        check_clock_reads(_timed(["sync", "clock", "new_cache", "prefill", "sync", "clock"]), start_after="new_cache")
+    # without start_after, reading the start before new_cache is not this check's business
+    check_clock_reads(_timed(["sync", "clock", "new_cache", "prefill", "sync", "clock"]))

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from course.models import ModelConfig, get_model_config
+from course import toy_model
 from course.toy_model import ToyTransformer, build_model, count_flops, narrower
 
 TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=101)
@@ -54,7 +55,7 @@ def test_cache_has_the_size_lesson_2_predicts(dtype, nbytes):
     c = TINY
     expected = 2 * c.n_layers * c.n_kv_heads * (c.d_model // c.n_heads) * nbytes * tokens * B
     assert cache.nbytes == expected
-    assert cache.k.dtype == dtype and cache.max_seq_len == tokens and cache.batch_size == B
+    assert cache.dtype == dtype and len(cache.k) == len(cache.v) and cache.max_seq_len == tokens and cache.batch_size == B
 
 
 def test_preset_caches_per_token():
@@ -106,8 +107,14 @@ def test_count_flops_counts_matmuls_and_attention():
     flops = count_flops(m.prefill, torch.randint(0, TINY.vocab_size, (1, T)), cache)
     linear = sum(p.numel() for n, p in m.named_parameters() if n.endswith("weight") and "norm" not in n
                  and "embeddings" not in n)
-    attention = TINY.n_layers * 2 * (2 * T * S * TINY.d_model)  # QK^T and AV over all S slots
-    assert flops == 2 * linear * T + attention
+    head = m.output.weight.numel()
+    # prefill on an empty cache: causal attention among its own T tokens (counted as the full
+    # T x T square), and the output head for the last position only
+    attention = TINY.n_layers * 2 * (2 * T * T * TINY.d_model)
+    assert flops == 2 * (linear - head) * T + 2 * head + attention
+    token = torch.tensor([[3]])
+    step = count_flops(m.decode, token, cache)  # decode: one token, attention over all S slots
+    assert step == 2 * linear + TINY.n_layers * 2 * (2 * S * TINY.d_model)
 
 
 def test_decode_weight_bytes_leave_out_the_embedding_table():
@@ -121,3 +128,108 @@ def test_narrower_keeps_layers_and_shrinks_bytes():
     assert small.n_layers == 8 and small.d_model == 512 and small.head_dim == 64
     with pytest.raises(ValueError, match="n_heads"):
         narrower(TINY_MHA)
+
+
+def _record_attention(monkeypatch):
+    calls = []
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def recording(q, k, v, attn_mask=None, is_causal=False, **kwargs):
+        calls.append({"q": tuple(q.shape), "k": tuple(k.shape), "mask": None if attn_mask is None else
+                      tuple(attn_mask.shape), "is_causal": is_causal})
+        return original(q, k, v, attn_mask=attn_mask, is_causal=is_causal, **kwargs)
+
+    monkeypatch.setattr(toy_model.F, "scaled_dot_product_attention", recording)
+    return calls
+
+
+def test_prefill_on_an_empty_cache_is_causal_over_its_own_tokens(monkeypatch):
+    """No T x S mask where the cache is empty: the kernel may skip the masked half (is_causal)."""
+    m = build_model(TINY)
+    calls = _record_attention(monkeypatch)
+    cache = m.new_cache(1, 32)
+    m.prefill(torch.randint(0, TINY.vocab_size, (1, 10)), cache)
+    assert len(calls) == TINY.n_layers
+    assert all(c["is_causal"] and c["mask"] is None and c["k"][2] == 10 for c in calls), calls
+    calls.clear()
+    m.decode(torch.tensor([[4]]), cache)  # decode: masked attention over all 32 slots
+    assert all(not c["is_causal"] and c["mask"] == (1, 32) and c["k"][2] == 32 for c in calls), calls
+    calls.clear()
+    m.prefill(torch.randint(0, TINY.vocab_size, (1, 5)), cache)  # a second chunk sees the cache: masked
+    assert all(c["mask"] == (5, 32) for c in calls), calls
+
+
+def test_prefill_computes_logits_of_the_last_position_only():
+    m = build_model(TINY)
+    idx = torch.randint(0, TINY.vocab_size, (2, 9))
+    with torch.inference_mode():
+        full = m(idx, torch.arange(9))
+    assert torch.allclose(m.logits_no_cache(idx), full[:, -1], atol=1e-5)
+    assert torch.allclose(m.prefill(idx, m.new_cache(2, 9)), full[:, -1], atol=1e-5)
+    linear = sum(p.numel() for n, p in m.named_parameters() if p.ndim == 2 and "embeddings" not in n)
+    head = m.output.weight.numel()
+
+    def attention(T):
+        return TINY.n_layers * 2 * (2 * 2 * T * T * TINY.d_model)
+
+    for fn in (m.logits_no_cache, lambda ids: m.prefill(ids, m.new_cache(2, 9))):
+        extra = count_flops(fn, idx) - count_flops(fn, idx[:, :1])  # 8 more tokens, the head still once
+        assert extra == 2 * 2 * (linear - head) * 8 + attention(9) - attention(1)
+
+
+def test_decode_step_op_count_and_attention_kernel():
+    """About 600 kernels per eager decode step of toy-gpu (12 layers) is what makes it launch-bound on
+    a GPU: the count is checked per layer, so that a change that adds launches shows here."""
+    m = build_model(ModelConfig("tiny12", n_layers=12, d_model=64, n_heads=4, n_kv_heads=4, d_ff=96, vocab_size=97))
+    cache = m.new_cache(1, 8)
+    m.prefill(torch.tensor([[1, 2, 3]]), cache)
+    ops = toy_model.aten_ops(m.decode, torch.tensor([[4]]), cache)
+    per_layer = (toy_model.launches(ops) - 12) / 12  # less the embedding, final norm, head and positions
+    assert 30 <= per_layer <= 50, (per_layer, ops.most_common(10))
+
+
+def test_attention_kernel_is_reported_and_can_be_chosen():
+    from torch.nn.attention import SDPBackend
+    m = build_model(TINY)
+    ids = torch.tensor([[1, 2, 3]])
+    chosen = toy_model.attention_kernels(m.prefill, ids, m.new_cache(1, 8))
+    assert chosen == ["aten::_scaled_dot_product_flash_attention_for_cpu"], chosen
+    m.use_attention_backends([SDPBackend.MATH])
+    chosen = toy_model.attention_kernels(m.prefill, ids, m.new_cache(1, 8))
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" not in chosen and chosen, chosen
+    m.use_attention_backends(None)
+    assert toy_model.attention_kernels(m.prefill, ids, m.new_cache(1, 8)) == [
+        "aten::_scaled_dot_product_flash_attention_for_cpu"]
+
+
+def test_compiled_decode_updates_each_layer_cache_in_place():
+    """Under torch.compile the cache writes must stay per-layer buffer updates: the functional graph
+    AOTAutograd hands the compiler writes exactly the 2 x n_layers cache buffers (index_put, which
+    Inductor turns back into an in-place update of the input), each of one layer's size, and never builds a tensor holding every layer's cache (which a cache stored
+    as one (n_layers, ...) tensor forces: a copy of the whole cache per layer)."""
+    from torch._dynamo.backends.common import aot_autograd
+    m = build_model(TINY)
+    cache = m.new_cache(1, 8)
+    m.prefill(torch.tensor([[1, 2, 3]]), cache)
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    step = torch.compile(m.forward, backend=aot_autograd(fw_compiler=keep), fullgraph=True)
+    with torch.inference_mode():
+        step(torch.tensor([[4]]), torch.tensor([3]), cache)
+    torch._dynamo.reset()
+    assert len(graphs) == 1
+    layer_shape = tuple(cache.k[0].shape)
+    copies, shapes = [], []
+    for node in graphs[0].graph.nodes:
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            shapes.append(tuple(val.shape))
+        if node.op == "call_function" and ("index_put" in str(node.target) or "scatter" in str(node.target)):
+            copies.append(tuple(node.args[0].meta["val"].shape))
+    assert copies == [layer_shape] * (2 * TINY.n_layers), copies  # one write per layer buffer, nothing larger
+    assert not any(len(s) == 5 and s[0] == TINY.n_layers for s in shapes)

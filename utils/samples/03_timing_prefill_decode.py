@@ -23,7 +23,8 @@ def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
         times.append(clock() - start)
     return {"times_s": times, "median_s": statistics.median(times), "spread_s": max(times) - min(times)}
 ''',
-    # TPOT averaged over all n tokens, the first one (the prefill) included.
+    # The start clock read straight after new_cache, without sync(): on a GPU the cache's
+    # zero-fill is still queued, and its time lands in TTFT.
     "generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     """Greedy generation of n_out tokens after prompt (B, T)."""
@@ -32,7 +33,6 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     if n_out < 1:
         raise ValueError("n_out must be at least 1")
     cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
-    sync()
     start = clock()
     token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
     sync()
@@ -43,8 +43,9 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
         sync()
         times.append(clock() - start)
         tokens.append(token)
+    tpot = (times[-1] - times[0]) / (n_out - 1) if n_out > 1 else float("nan")
     return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
-            "ttft_s": times[0], "tpot_s": times[-1] / n_out, "e2e_s": times[-1]}
+            "ttft_s": times[0], "tpot_s": tpot, "e2e_s": times[-1]}
 ''',
     # The KV cache a decode step reads is left out of the bytes.
     "decode_mbu": '''
@@ -93,9 +94,95 @@ def generate_without_cache(model, prompt, n_out):
     "quiz_answers": '''
 q1 = "a"
 q2 = "b"
-q3 = "d"
+q3 = "c"
 q4 = "a"
 ''',
+}
+
+# More plausible timing mistakes, each with the graded cells it must lose (and only those);
+# tests/test_lesson3_mistakes.py runs every graded cell of the lesson against each.
+TIMING_MISTAKES = {
+    # The start clock read before new_cache: the cache's allocation is counted in every token's time.
+    "start_before_new_cache": ({"generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
+        raise ValueError("prompt must be a (B, T) tensor with at least one token")
+    if n_out < 1:
+        raise ValueError("n_out must be at least 1")
+    sync()
+    start = clock()
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
+    sync()
+    times, tokens = [clock() - start], [token]
+    for _ in range(n_out - 1):
+        token = model.decode(token, cache).argmax(dim=-1, keepdim=True)
+        sync()
+        times.append(clock() - start)
+        tokens.append(token)
+    tpot = (times[-1] - times[0]) / (n_out - 1) if n_out > 1 else float("nan")
+    return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
+            "ttft_s": times[0], "tpot_s": tpot, "e2e_s": times[-1]}
+'''}, {"generate_timing_tests"}),
+    # No sync() anywhere: every clock read sees only the launches (all times come out 0 on the fake).
+    "never_synchronised": ({"generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
+        raise ValueError("prompt must be a (B, T) tensor with at least one token")
+    if n_out < 1:
+        raise ValueError("n_out must be at least 1")
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    start = clock()
+    token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
+    times, tokens = [clock() - start], [token]
+    for _ in range(n_out - 1):
+        token = model.decode(token, cache).argmax(dim=-1, keepdim=True)
+        times.append(clock() - start)
+        tokens.append(token)
+    tpot = (times[-1] - times[0]) / (n_out - 1) if n_out > 1 else float("nan")
+    return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
+            "ttft_s": times[0], "tpot_s": tpot, "e2e_s": times[-1]}
+'''}, {"generate_timing_tests"}),
+    # TPOT averaged over all n tokens, the first one (the prefill) included.
+    "tpot_over_all_tokens": ({"generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    """Greedy generation of n_out tokens after prompt (B, T)."""
+    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
+        raise ValueError("prompt must be a (B, T) tensor with at least one token")
+    if n_out < 1:
+        raise ValueError("n_out must be at least 1")
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    sync()
+    start = clock()
+    token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
+    sync()
+    times = [clock() - start]
+    tokens = [token]
+    for _ in range(n_out - 1):
+        token = model.decode(token, cache).argmax(dim=-1, keepdim=True)
+        sync()
+        times.append(clock() - start)
+        tokens.append(token)
+    return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
+            "ttft_s": times[0], "tpot_s": times[-1] / n_out, "e2e_s": times[-1]}
+'''}, {"generate_timing_tests"}),
+    # time_fn synchronises after fn but reads the start clock with the previous work still queued.
+    "time_fn_start_unsynchronised": ({"time_fn": '''
+def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
+    if warmup < 0:
+        raise ValueError("warmup must be >= 0")
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = clock()
+        fn()
+        sync()
+        times.append(clock() - start)
+    return {"times_s": times, "median_s": statistics.median(times), "spread_s": max(times) - min(times)}
+'''}, {"time_fn_tests"}),
 }
 
 VARIANTS = {
@@ -175,9 +262,9 @@ def generate_without_cache(model, prompt, n_out):
     return torch.cat(new, dim=1)
 ''',
         "quiz_answers": '''
-q1 = " C "
+q1 = " D "
 q2 = "B"
-q3 = "d"
+q3 = "c"
 q4 = "a"
 ''',
     },
@@ -229,6 +316,52 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     if n_out > 1:
         tpot = (e2e - ttft) / (n_out - 1)
     return {"tokens": torch.cat(out, 1), "token_times_s": times, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+''',
+    },
+    # A clock helper that always synchronises first; the cache made and waited for before the start.
+    "synced_helper": {
+        "time_fn": '''
+def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
+    if not (isinstance(warmup, int) and warmup >= 0):
+        raise ValueError(f"warmup={warmup!r}: need an integer >= 0")
+    if not (isinstance(repeats, int) and repeats >= 1):
+        raise ValueError(f"repeats={repeats!r}: need an integer >= 1")
+
+    def now():
+        sync()
+        return clock()
+
+    for _ in range(warmup):
+        fn()
+    times = []
+    while len(times) < repeats:
+        t0 = now()
+        fn()
+        times.append(now() - t0)
+    return {"times_s": times, "median_s": statistics.median(times), "spread_s": max(times) - min(times)}
+''',
+        "generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
+        raise ValueError("prompt must be (B, T) with T >= 1")
+    if not isinstance(n_out, int) or n_out < 1:
+        raise ValueError("n_out must be >= 1")
+
+    def now():
+        sync()
+        return clock()
+
+    sync()
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    start = now()
+    token = model.prefill(prompt, cache).argmax(-1, keepdim=True)
+    tokens, times = [token], [now() - start]
+    for _ in range(1, n_out):
+        token = model.decode(token, cache).argmax(-1, keepdim=True)
+        tokens.append(token)
+        times.append(now() - start)
+    return {"tokens": torch.cat(tokens, 1), "token_times_s": times, "ttft_s": times[0],
+            "tpot_s": (times[-1] - times[0]) / (n_out - 1) if n_out > 1 else math.nan, "e2e_s": times[-1]}
 ''',
     },
 }
