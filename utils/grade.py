@@ -62,6 +62,8 @@ DEFAULT_WATCHDOG = 1800
 class CourseSettings:
     course_id: str
     db_url: str
+    sandbox: bool = True        # SandboxKernelManager.enabled
+    bwrap: str = "bwrap"        # SandboxKernelManager.bwrap
 
     @property
     def sqlite_path(self) -> Path | None:
@@ -80,7 +82,20 @@ def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
     section = cfg.CourseDirectory if cfg is not None and "CourseDirectory" in cfg else {}
     course_id = section.get("course_id") or "default_course"
     url = db_url or section.get("db_url") or f"sqlite:///{root / 'gradebook.db'}"
-    return CourseSettings(str(course_id), str(url))
+    box = cfg.SandboxKernelManager if cfg is not None and "SandboxKernelManager" in cfg else {}
+    return CourseSettings(str(course_id), str(url), bool(box.get("enabled", True)), str(box.get("bwrap", "bwrap")))
+
+
+def require_sandbox(settings: CourseSettings) -> None:
+    """Stop before grading anything when the sandbox is on but cannot run here."""
+    from utils.sandbox import OPT_OUT, unavailable
+
+    problem = unavailable(settings.bwrap) if settings.sandbox else None
+    if problem:
+        raise ToolError(f"the autograding sandbox cannot run: {problem}. Nothing was graded. Student code "
+                        f"must not run with the grader's rights; to grade without the sandbox (only "
+                        f"inside a container without network, secrets or the course folder) set "
+                        f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
 
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -149,6 +164,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
+    file: str | None = None          # the notebook to grade when it was saved under another name
 
     def line(self) -> str:
         score = f"{self.score:g}/{self.max_score:g}" if self.score is not None and self.max_score else "-"
@@ -184,42 +200,74 @@ def _lesson_ids(root: Path) -> dict[str, tuple[str, set[str]]]:
 
 
 def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
-    """Look at a submission before grading: is the notebook there, readable, of this lesson?
-    Also notes deleted, edited or duplicated cells (nbgrader repairs those while grading)."""
+    """Look at a submission before grading: is the notebook there, a regular file, readable, of this
+    lesson? Also notes deleted, edited or duplicated cells (nbgrader repairs those while grading)."""
     known = known or _lesson_ids(root)
     out = Outcome(lesson, student)
     folder = Path(root) / "submitted" / student / lesson
     nb_name, ids = known[lesson]
+    refused = _irregular(folder)
     path = folder / nb_name
-    others = sorted(p.name for p in folder.glob("*.ipynb") if p.name != nb_name)
+    others = sorted(p.name for p in folder.glob("*.ipynb") if p.name != nb_name and p.name not in refused)
+    if nb_name in refused:
+        return _zero(out, f"{nb_name} is {refused[nb_name]}; only regular files are graded (submit the notebook itself)")
+    if refused:
+        out.notes.append("refused (not copied for grading): " + ", ".join(f"{k} ({v})" for k, v in refused.items()))
     if not path.exists():
-        out.status = "zero"
         for other in others:
-            for name, (other_nb, other_ids) in known.items():
+            for name, (other_nb, _) in known.items():
                 if name != lesson and other == other_nb:
-                    out.reason = f"submitted {other}, the notebook of lesson {name}, instead of {nb_name}"
-                    return out
-        found = ", ".join(sorted(p.name for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
-        out.reason = f"no {nb_name} in the submission (found: {found})"
-        return out
+                    return _zero(out, f"submitted {other}, the notebook of lesson {name}, instead of {nb_name}")
+        if len(others) == 1:
+            path = folder / others[0]
+            out.file = others[0]
+            out.notes.append(f"graded {others[0]}, the only notebook in the folder, as {nb_name}")
+        else:
+            found = ", ".join(sorted(p.name for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
+            return _zero(out, f"no {nb_name} in the submission (found: {found})")
     try:
         nb = nbformat.read(str(path), as_version=4)
     except Exception as err:  # noqa: BLE001 - any unreadable file is reported the same way
-        out.status = "zero"
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        out.reason = f"{nb_name} is not a readable notebook ({first[:160]})"
-        return out
+        return _zero(out, f"{path.name} is not a readable notebook ({first[:160]})")
     sub_ids = _ids(nb)
     if not set(sub_ids) & ids:
         for name, (other_nb, other_ids) in known.items():
             if name != lesson and other_ids and set(sub_ids) & other_ids:
-                out.status = "zero"
-                out.reason = f"{nb_name} holds the notebook of lesson {name} ({other_nb}), not of {lesson}"
-                return out
-    if others:
+                return _zero(out, f"{path.name} holds the notebook of lesson {name} ({other_nb}), not of {lesson}")
+        if out.file:
+            return _zero(out, f"no {nb_name} in the submission; {out.file} holds none of its graded cells")
+    if others and not out.file:
         out.notes.append(f"other notebooks ignored: {', '.join(others)}")
     out.notes += _tampering(root, lesson, nb)
     return out
+
+
+def _zero(out: Outcome, reason: str) -> Outcome:
+    out.status, out.reason = "zero", reason
+    return out
+
+
+def _irregular(folder: Path) -> dict[str, str]:
+    """{relative path: what it is} for every entry of a submission that is not a regular file or folder."""
+    found = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            found[p.relative_to(folder).as_posix()] = "a symbolic link"
+        elif not (p.is_file() or p.is_dir()):
+            found[p.relative_to(folder).as_posix()] = "not a regular file"
+    return found
+
+
+def _copy_submission(src: Path, dest: Path, rename: str | None, nb_name: str) -> None:
+    """Copy regular files and folders only (symbolic links and devices are never followed)."""
+    def ignore(folder, names):
+        return [n for n in names if os.path.islink(os.path.join(folder, n))
+                or not (os.path.isfile(os.path.join(folder, n)) or os.path.isdir(os.path.join(folder, n)))]
+
+    shutil.copytree(src, dest, ignore=ignore)
+    if rename:
+        (dest / rename).rename(dest / nb_name)
 
 
 def _tampering(root: Path, lesson: str, nb) -> list[str]:
@@ -258,7 +306,7 @@ def _tampering(root: Path, lesson: str, nb) -> list[str]:
 
 def _hash_tree(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
 # --- grading ----------------------------------------------------------------------------------
@@ -271,6 +319,8 @@ EVENT_NOTES = {
     "gave-up": "the kernel failed too often; the remaining cells were not run (0)",
     "output-truncated": "cell '{cell}' printed {characters} characters too many; its output was cut",
     "stderr-forgiven": "cell '{cell}' wrote to stderr (e.g. a warning); not counted as a failure",
+    "tampered": "REVIEW: cell '{cell}' scored 0: the submission changed what the test relies on ({problems})",
+    "unfinished": "REVIEW: cell '{cell}' scored 0: it raised nothing but did not run to its end",
 }
 
 
@@ -322,16 +372,17 @@ class _Chunk:
 
 def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseSettings,
                  extra: list[str], watchdog: float, env_extra: dict[str, str] | None = None,
-                 slots: "queue.Queue | None" = None) -> _Chunk:
+                 slots: "queue.Queue | None" = None, renames: dict[str, str] | None = None) -> _Chunk:
     """Autograde `students` in a private copy of the course folder (one nbgrader process)."""
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-"))
     chunk = _Chunk(students, work)
     shutil.copy2(Path(root) / "nbgrader_config.py", work / "nbgrader_config.py")
     shutil.copytree(Path(root) / "source" / lesson, work / "source" / lesson,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    nb_name = source_notebook(root, lesson).name
     for student in students:
-        shutil.copytree(Path(root) / "submitted" / student / lesson, work / "submitted" / student / lesson,
-                        symlinks=True)
+        _copy_submission(Path(root) / "submitted" / student / lesson, work / "submitted" / student / lesson,
+                         (renames or {}).get(student), nb_name)
     if settings.sqlite_path is not None:
         db = work / "gradebook.db"
         shutil.copy2(settings.sqlite_path, db)
@@ -423,6 +474,7 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
     root = Path(root).resolve()
     say = (lambda *a: None) if quiet else print
     settings = course_settings(root, db_url)
+    require_sandbox(settings)
     workers = max(1, workers or os.cpu_count() or 1)
     base = [f"--CourseDirectory.db_url={settings.db_url}"]
     extra = [f"--Execute.timeout={int(cell_timeout)}"] if cell_timeout else []
@@ -491,8 +543,9 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
         while pending:
             retry: list[list[str]] = []
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog, env_extra, slots)
-                           for c in pending]
+                renames = {s: o.file for s, o in outcomes.items() if o.file}
+                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog, env_extra, slots,
+                                       renames) for c in pending]
                 for fut in as_completed(futures):
                     finish(fut.result(), retry)
             pending = retry
