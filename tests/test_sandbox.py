@@ -180,6 +180,14 @@ def graded(tmp_path_factory):
     extra = course / "submitted" / "symlinked_data" / LESSON
     _write(extra, base())
     (extra / "data.csv").symlink_to("/etc/hostname")
+    edited_roles = base()
+    for cell in edited_roles.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") == "mul":        # a solution cell marked as graded, without points
+            meta["grade"] = True
+        if meta.get("grade_id") == "add_test":   # a test cell marked as a solution worth 20
+            meta.update(solution=True, points=20)
+    _write(course / "submitted" / "edited_roles" / LESSON, edited_roles)
     renamed = course / "submitted" / "renamed" / LESSON
     _write(renamed, None)
     nbformat.write(base(), str(renamed / "tiny-Copy1.ipynb"))
@@ -228,6 +236,19 @@ def test_tampering_is_reported_for_review(graded, student):
     assert "REVIEW" in " ".join(outcomes[(LESSON, student)].notes), outcomes[(LESSON, student)].line()
 
 
+@pytest.mark.parametrize("student", ["print_keeps_quiet", "secret_reader", "vandal"])
+def test_code_that_reaches_into_the_kernel_or_processes_is_flagged_before_it_runs(graded, student):
+    _, outcomes, *_ = graded
+    assert any(n.startswith("REVIEW: cell 'add' reaches into") for n in outcomes[(LESSON, student)].notes)
+
+
+@pytest.mark.parametrize("student", ["good_a", "fair_shadows_sum"])
+def test_fair_code_is_not_flagged(graded, student):
+    _, outcomes, *_ = graded
+    lesson = QUIZ if student.startswith("fair") else LESSON
+    assert not any("REVIEW" in n for n in outcomes[(lesson, student)].notes)
+
+
 def test_the_secret_reader_found_nothing(graded):
     course, *_ = graded
     nb = nbformat.read(str(course / "autograded" / "secret_reader" / LESSON / NB), as_version=4)
@@ -252,7 +273,7 @@ def test_fair_quiz_answers_score(graded, student):
     assert _total(course, QUIZ, student) == 1, outcomes[(QUIZ, student)].line()
 
 
-@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed"])
+@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed", "edited_roles"])
 def test_fair_work_gets_full_marks(graded, student):
     course, outcomes, *_ = graded
     assert _total(course, LESSON, student) == 6, outcomes[(LESSON, student)].line()
@@ -282,6 +303,13 @@ def test_symlinks_are_refused_with_a_reason(graded):
     o = outcomes[(LESSON, "symlinked")]
     assert o.status == "zero" and "symbolic link" in o.reason, o.line()
     assert "refused" in " ".join(outcomes[(LESSON, "symlinked_data")].notes)
+
+
+def test_edited_cell_roles_are_restored_and_reported(graded):
+    course, outcomes, *_ = graded
+    o = outcomes[(LESSON, "edited_roles")]
+    assert _cells(course, LESSON, "edited_roles") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "cell 'mul' had its nbgrader role edited" in " ".join(o.notes)
 
 
 def test_a_notebook_under_another_name_is_graded_and_reported(graded):
@@ -326,19 +354,24 @@ def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
         kc.start_channels()
         try:
             await kc.wait_for_ready(timeout=60)
-            msg_id = kc.execute("import os, time\nprint(os.getuid())\nwhile True:\n    time.sleep(0.01)")
-            await asyncio.sleep(1.0)
+            msg_id = kc.execute("import os, time\nprint(os.getuid(), flush=True)\nwhile True:\n    time.sleep(0.01)")
+            while True:   # the loop is running once the uid is printed
+                msg = await kc.get_iopub_msg(timeout=30)
+                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                    uid = msg["content"]["text"].strip()
+                    break
             await km.interrupt_kernel()
             while True:
                 reply = await kc.get_shell_msg(timeout=20)
                 if reply["parent_header"].get("msg_id") == msg_id:
                     break
-            after = await kc.execute_interactive("x = 1", timeout=20)
-            return reply["content"], after["content"]["status"]
+            after = await kc.execute_interactive("x = 1", timeout=20, stop_on_error=False)
+            return reply["content"], after["content"]["status"], uid
         finally:
             kc.stop_channels()
             await km.shutdown_kernel(now=True)
 
-    content, status = asyncio.run(run())
+    content, status, uid = asyncio.run(run())
+    assert uid == "65534"
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
     assert status == "ok"   # the kernel survived the interrupt

@@ -50,6 +50,7 @@ import nbformat
 from utils.coursedir import (REPO, ToolError, lessons, nbgrader_env, nbgrader_meta, resolve_lessons, score_table,
                              source_notebook)
 from utils.nbgrader_plugins import parse_events
+from utils.review import review
 
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
 # sum of the per-cell limits a real lesson needs; only a grader stuck outside any cell reaches it.
@@ -240,6 +241,8 @@ def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
     if others and not out.file:
         out.notes.append(f"other notebooks ignored: {', '.join(others)}")
     out.notes += _tampering(root, lesson, nb)
+    release = Path(root) / "release" / lesson / nb_name
+    out.notes += review(nb, nbformat.read(str(release), as_version=4) if release.exists() else None)
     return out
 
 
@@ -319,6 +322,7 @@ EVENT_NOTES = {
     "gave-up": "the kernel failed too often; the remaining cells were not run (0)",
     "output-truncated": "cell '{cell}' printed {characters} characters too many; its output was cut",
     "stderr-forgiven": "cell '{cell}' wrote to stderr (e.g. a warning); not counted as a failure",
+    "roles-restored": "cell '{cell}' had its nbgrader role edited ({fields}); restored from the gradebook",
     "tampered": "REVIEW: cell '{cell}' scored 0: the submission changed what the test relies on ({problems})",
     "unfinished": "REVIEW: cell '{cell}' scored 0: it raised nothing but did not run to its end",
 }
@@ -464,6 +468,7 @@ class GradeRun:
     submissions: int = 0
     logs: dict[str, str] = field(default_factory=dict)
     lesson_seconds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)   # feedback or export that failed
 
 
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
@@ -565,6 +570,8 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
             rc, log, _ = run_nbgrader(args, cwd=root)
             if rc != 0:
                 run.logs[f"{lesson}/feedback"] = log
+                run.failures.append(f"{lesson}: nbgrader generate_feedback failed (exit {rc}); "
+                                    f"see autograde.log:\n{_tail(log)}")
         from utils.coursedir import read_scores_url
 
         totals: dict[str, list[float]] = {}
@@ -584,8 +591,11 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
             f"with {min(workers, max(1, len(to_grade)))} worker(s)")
     if run.lessons and export:
         rc, log, _ = run_nbgrader(["export", "--to", str(root / "grades.csv"), *base], cwd=root)
-        if rc == 0:
+        if rc == 0 and (root / "grades.csv").exists():
             say(f"wrote {root / 'grades.csv'} and feedback/ (HTML per student and lesson)")
+        else:
+            run.logs["export"] = log
+            run.failures.append(f"nbgrader export failed (exit {rc}), grades.csv not written:\n{_tail(log)}")
     run.seconds = time.perf_counter() - start
     return run
 
@@ -605,6 +615,10 @@ def _cpu_slots(workers: int) -> "queue.Queue | None":
     return slots
 
 
+def _tail(log: str, lines: int = 8) -> str:
+    return "\n".join("    " + l for l in log.strip().splitlines()[-lines:])
+
+
 def _last(per_student: dict[str, str]) -> str | None:
     return list(per_student)[-1] if per_student else None
 
@@ -614,7 +628,9 @@ def grade(root: Path = REPO, names: list[str] | None = None, **options) -> tuple
     run = grade_lessons(root, names, **options)
     problems = [f"{o.lesson}: submission of {o.student!r} scored 0: {o.reason}"
                 for o in run.outcomes if o.status == "zero"]
-    problems += [f"{o.lesson}: {o.student}: {n}" for o in run.outcomes for n in o.notes if n.startswith("WARNING")]
+    problems += [f"{o.lesson}: {o.student}: {n}" for o in run.outcomes for n in o.notes
+                 if n.startswith(("WARNING", "REVIEW"))]
+    problems += run.failures
     if run.logs:
         log = Path(root) / "autograde.log"
         log.write_text("\n\n".join(f"===== {k}\n{v}" for k, v in run.logs.items()))

@@ -334,9 +334,46 @@ class SafeOverwriteCells(OverwriteCells):
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
+        self._restore_roles(cell, resources, index)
         cell, resources = super().preprocess_cell(cell, resources, index)
         self._plain_if_no_id(cell)
         return cell, resources
+
+    def _restore_roles(self, cell, resources, index) -> None:
+        """A cell's role (solution, graded, points) as the gradebook has it: nbgrader restores a
+        locked cell's source, but a solution cell turned into a graded one lost the whole
+        submission (KeyError 'points', or no such graded cell)."""
+        from nbgrader.api import GradeCell, MissingEntry
+
+        meta = cell.get("metadata", {}).get("nbgrader")
+        gid = meta.get("grade_id") if meta else None
+        if not gid:
+            return
+        where = (gid, self.notebook_id, self.assignment_id)
+        try:
+            self.gradebook.find_source_cell(*where)
+        except MissingEntry:
+            return   # an unknown cell: nbgrader's own step makes it a plain cell
+        try:
+            graded = self.gradebook.find_graded_cell(*where)
+        except MissingEntry:
+            graded = None
+        if graded is not None and not isinstance(graded, GradeCell):
+            return   # a task cell: nbgrader's rules apply
+        try:
+            self.gradebook.find_solution_cell(*where)
+            solution = True
+        except MissingEntry:
+            solution = False
+        want = {"grade": graded is not None, "solution": solution}
+        if graded is not None:
+            want["points"] = float(graded.max_score)
+        changed = [k for k, v in want.items() if meta.get(k) != v]
+        if graded is None and "points" in meta:
+            del meta["points"]
+        meta.update(want)
+        if changed:
+            _event(self, resources, "roles-restored", cell=gid, index=index, fields=", ".join(changed))
 
     @staticmethod
     def _plain_if_no_id(cell) -> None:
