@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -59,15 +58,65 @@ def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
+                 env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> tuple[int, str, bool]:
+    """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
+    included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
+    env = nbgrader_env(env_extra)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with tempfile.TemporaryFile(mode="w+") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        if cpus:
+            try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
+                os.sched_setaffinity(proc.pid, cpus)
+            except (AttributeError, OSError):
+                pass
+        killed = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+            kill_tree(proc.pid)
+            proc.wait()
+        kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
+        out.seek(0)
+        return proc.returncode, out.read(), killed
+
+
+def kill_tree(pid: int, children_only: bool = False) -> None:
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        procs = parent.children(recursive=True) + ([] if children_only else [parent])
+    except psutil.NoSuchProcess:
+        procs = []
+    if children_only and not procs:
+        # the parent is gone: its kernels were re-parented; find them by their session id
+        procs = [p for p in psutil.process_iter() if _safe_sid(p) == pid]
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+def _safe_sid(p) -> int | None:
+    try:
+        return os.getsid(p.pid)
+    except OSError:
+        return None
+
+
 def nbgrader(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
-    """Run one nbgrader command in course directory `cwd` with this interpreter's nbgrader."""
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=nbgrader_env(),
-                          capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    """Run one nbgrader command in course directory `cwd`; raise ToolError when it fails (check)."""
+    rc, log, _ = run_nbgrader(args, cwd)
+    if check and rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{log[-3000:]}")
     if not quiet:
-        sys.stdout.write(proc.stdout)
-    return proc
+        sys.stdout.write(log)
+    return subprocess.CompletedProcess(args, rc, log, "")
 
 
 def scratch_config(dest: Path, root: Path = REPO, extra: str = "") -> Path:

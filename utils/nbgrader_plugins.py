@@ -4,11 +4,16 @@ nbgrader_config.py puts them into nbgrader's pipelines (`install(c)`), so `nbgra
 `nbgrader generate_feedback` and the formgrader all use them:
 
   SafeOverwriteCells  OverwriteCells that does not lose a submission holding a copied cell (a
-                    duplicate grade id) or a cell with an unknown grade id (nbgrader KeyError).
-  SafeExecute       Execute that survives a dead kernel (os._exit, a crash) and a kernel stuck in
-                    a loop that ignores the interrupt: it records an error in that cell, starts a
-                    fresh kernel, re-runs the cells before it and goes on, so the cells that worked
-                    keep their points instead of the whole submission failing.
+                    duplicate grade id) or a cell with an unknown grade id (nbgrader KeyError), and
+                    restores each cell's role (solution, graded, points) from the gradebook.
+  SafeExecute       Execute whose kernels run in the bubblewrap sandbox (utils/sandbox.py), and
+                    that survives a dead kernel (os._exit, a crash) and a kernel stuck in a loop
+                    that ignores the interrupt: it records an error in that cell, starts a fresh
+                    kernel, re-runs the cells before it and goes on, so the cells that worked keep
+                    their points instead of the whole submission failing. Each graded test cell
+                    must print the run's fresh token after its last line, and runs only after a
+                    check that the builtins it uses and IPython's hooks are the originals; else
+                    it scores 0.
   LimitOutputSize   Caps the characters a cell's outputs keep (nbgrader's LimitOutput counts lines
                     only, so one 50 MB line would reach the gradebook copy and the feedback HTML).
   ForgiveStderr     nbgrader zeroes a graded cell that wrote anything to stderr; a correct answer
@@ -36,13 +41,12 @@ import time
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
-from traitlets import Bool, Integer
+from traitlets import Integer
 
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 
 EVENT = "GRADING-EVENT"
-BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -450,18 +454,22 @@ class HideHiddenTests(NbGraderPreprocessor):
     placeholder = "# (hidden tests are not shown)"
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code" or BEGIN_HIDDEN not in cell.source:
+        from nbgrader.preprocessors import ClearHiddenTests
+
+        markers = ClearHiddenTests(config=self.config)   # nbgrader's delimiters, as configured
+        begin, end = markers.begin_test_delimeter, markers.end_test_delimeter
+        if cell.cell_type != "code" or begin not in cell.source:
             return cell, resources
         lines = cell.source.split("\n")
         hidden_rows: set[int] = set()   # 1-based line numbers inside a hidden region, markers included
         kept, inside = [], False
         for number, line in enumerate(lines, 1):
-            if BEGIN_HIDDEN in line:
+            if begin in line:
                 inside = True
                 hidden_rows.add(number)
                 kept.append(line[: len(line) - len(line.lstrip())] + self.placeholder)
                 continue
-            if END_HIDDEN in line:
+            if end in line:
                 inside = False
                 hidden_rows.add(number)
                 continue
