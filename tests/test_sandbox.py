@@ -374,3 +374,26 @@ def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
     assert uid == "65534"
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
     assert status == "ok"   # the kernel survived the interrupt
+
+
+def test_the_builtins_a_test_relies_on_are_read_from_its_code():
+    from utils.nbgrader_plugins import builtin_names
+
+    names = builtin_names("if __name__:\n    pass\nfor _ in range(2):\n    assert type(q1) is str and abs(x) < 1")
+    assert names == ("abs", "range", "str", "type")   # module dunders and `_` are the kernel's own
+
+
+@pytest.mark.parametrize("code, flagged", [
+    ("def add(a, b):\n    return a + b", []),
+    ("%timeit add(1, 2)\nimport numpy as np", []),
+    ("get_ipython().input_transformers_cleanup.append(f)", ["get_ipython"]),
+    ("import sys\nsys.modules['x'] = 1", ["sys.modules"]),
+    ("().__class__.__mro__[1].__subclasses__()", ["__mro__", "__subclasses__"]),
+    ("!cat /etc/passwd", ["get_ipython"]),
+    ("import ctypes\n%timeit -n 1 f()", ["ctypes"]),
+])
+def test_the_static_read_flags_only_reaching_into_the_interpreter(code, flagged):
+    from utils.review import reaches_into
+
+    found = reaches_into(code)
+    assert set(flagged) <= set(found) if flagged else found == []

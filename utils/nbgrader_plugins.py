@@ -120,7 +120,8 @@ def builtin_names(source: str) -> tuple[str, ...]:
         tree = ast.parse(source)
     except SyntaxError:
         return ()
-    return tuple(sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and hasattr(builtins, n.id)}))
+    return tuple(sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and hasattr(builtins, n.id)
+                         and n.id != "_" and not (n.id.startswith("__") and n.id != "__import__")}))
 
 
 class SafeExecute(Execute):
