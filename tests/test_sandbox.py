@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import secrets
 import socket
 import threading
@@ -397,3 +398,40 @@ def test_the_static_read_flags_only_reaching_into_the_interpreter(code, flagged)
 
     found = reaches_into(code)
     assert set(flagged) <= set(found) if flagged else found == []
+
+
+def _cgroups_here() -> bool:
+    from utils.sandbox import pids_cgroup, remove_cgroup
+
+    group = pids_cgroup(10)
+    remove_cgroup(group)
+    return group is not None
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not _cgroups_here(),
+                    reason="grading as root without a pids cgroup: Linux does not enforce RLIMIT_NPROC for root")
+def test_a_process_bomb_is_stopped_by_the_limit(tmp_path):
+    from utils.sandbox import SandboxKernelManager
+
+    spawn = ("import subprocess\nprocs = []\ntry:\n    for i in range(150):\n"
+             "        procs.append(subprocess.Popen(['sleep', '60.25']))\nexcept OSError as err:\n"
+             "    print(type(err).__name__)\nprint(len(procs))")
+
+    async def run():
+        km = SandboxKernelManager(process_limit=40)
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        out = []
+        try:
+            await kc.wait_for_ready(timeout=60)
+            await kc.execute_interactive(spawn, timeout=60, output_hook=lambda m: out.append(
+                m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+        return "".join(out).split()
+
+    lines = asyncio.run(run())
+    assert lines[0] == "BlockingIOError" and int(lines[-1]) < 40, lines
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.25"]]

@@ -15,8 +15,9 @@ formgrader all grade in it. Inside the sandbox the student's code:
     in a private folder bound into the sandbox (the loopback of a new network namespace is its own);
   - gets a scrubbed environment (no course paths, no credentials), PYTHONSAFEPATH so that nothing
     in the submission folder shadows a module, its own IPYTHONDIR and HOME;
-  - has a memory limit per process (RLIMIT_DATA) and a process limit (RLIMIT_NPROC, which Linux
-    does not enforce for root; see docs/instructors.md).
+  - has a memory limit per process (RLIMIT_DATA) and a limit on its processes and threads: a
+    cgroup of its own with `pids.max` where the grader may create one (root, cgroup v1 or v2),
+    and RLIMIT_NPROC (which Linux does not enforce for root).
 
 Where bubblewrap cannot run, starting a kernel fails with a message saying why, unless the
 instructor turns the sandbox off explicitly (`c.SandboxKernelManager.enabled = False`; then grade
@@ -30,6 +31,7 @@ from __future__ import annotations
 import functools
 import glob
 import importlib.util
+import itertools
 import os
 import shutil
 import signal
@@ -37,6 +39,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -54,6 +57,49 @@ _LAUNCH = ("import os, resource, sys\n"
            "if mem > 0: resource.setrlimit(resource.RLIMIT_DATA, (mem, mem))\n"
            "if nproc > 0: resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))\n"
            "os.execv(sys.argv[3], sys.argv[3:])\n")
+
+
+def pids_cgroup(limit: int) -> Path | None:
+    """A new cgroup (v1 `pids` hierarchy, or the grader's own v2 cgroup) whose pids.max is `limit`,
+    or None where the grader may not create one."""
+    candidates = [Path("/sys/fs/cgroup/pids")]
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                candidates.append(Path("/sys/fs/cgroup") / line[3:].lstrip("/"))
+    except OSError:
+        pass
+    for parent in candidates:
+        if not (parent / "cgroup.procs").exists():
+            continue
+        group = parent / f"course-grading-{os.getpid()}-{next(_GROUPS)}"
+        try:
+            group.mkdir()
+            (group / "pids.max").write_text(str(limit))
+            return group
+        except OSError:
+            remove_cgroup(group)
+    return None
+
+
+def remove_cgroup(group: Path | None) -> None:
+    """Kill what is left in `group` (nothing, normally: the PID namespace ended) and remove it."""
+    if group is None or not group.exists():
+        return
+    for _ in range(50):
+        try:
+            for pid in (group / "cgroup.procs").read_text().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
+_GROUPS = itertools.count()
 
 
 class SandboxError(RuntimeError):
@@ -134,8 +180,10 @@ class SandboxKernelManager(AsyncKernelManager):
                               "or the course folder.").tag(config=True)
     memory_limit_mb = Integer(4096, help="Data memory per kernel process, in MiB (RLIMIT_DATA); "
                                          "0: no limit. A lesson needs about 1 GiB.").tag(config=True)
-    process_limit = Integer(256, help="Processes per sandbox user (RLIMIT_NPROC; not enforced when "
-                                      "grading as root); 0: no limit").tag(config=True)
+    process_limit = Integer(2048, help="Processes and threads of one kernel (a pids cgroup where the "
+                                       "grader may create one, and RLIMIT_NPROC, which Linux does not "
+                                       "enforce for root); 0: no limit. A lesson uses a few dozen; "
+                                       "numeric libraries start one thread per core").tag(config=True)
     interrupt_with = CaselessStrEnum(["signal", "message"], default_value="signal",
                                      help="How a cell timeout interrupts the kernel: SIGINT sent to "
                                           "the kernel process inside the sandbox, or an "
@@ -145,6 +193,7 @@ class SandboxKernelManager(AsyncKernelManager):
 
     _rundir: str | None = None
     _workdir: str | None = None
+    _cgroup: Path | None = None
 
     async def _async_pre_start_kernel(self, **kw):
         if self.enabled:
@@ -187,7 +236,12 @@ class SandboxKernelManager(AsyncKernelManager):
         ro = python_paths() + [p for p in self.extra_readonly if os.path.isdir(p)]
         mem = self.memory_limit_mb * 1024 * 1024
         prefix = bwrap_command(self._workdir, rundir, hide=hide, ro=ro, env=env, bwrap=self.bwrap)
-        return prefix + [sys.executable, "-S", "-c", _LAUNCH, str(mem), str(self.process_limit), *cmd]
+        cmd = prefix + [sys.executable, "-S", "-c", _LAUNCH, str(mem), str(self.process_limit), *cmd]
+        remove_cgroup(self._cgroup)   # a restarted kernel gets a fresh group
+        self._cgroup = pids_cgroup(self.process_limit) if self.process_limit > 0 else None
+        if self._cgroup is not None:   # join the group before bwrap starts anything
+            cmd = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self._cgroup), *cmd]
+        return cmd
 
     # -- interrupts -------------------------------------------------------------------------------
     async def _async_interrupt_kernel(self):
@@ -228,6 +282,9 @@ class SandboxKernelManager(AsyncKernelManager):
     # -- clean-up -------------------------------------------------------------------------------
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
+        if not restart:
+            remove_cgroup(self._cgroup)
+            self._cgroup = None
         if not restart and self._rundir:
             shutil.rmtree(self._rundir, ignore_errors=True)
             self._rundir = None
