@@ -6,6 +6,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
+# JupyterLab refuses to start as root (containers often run as root) unless told it may.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 .PHONY: env system-deps demo test build check grade bench gpu-check lab lab-instructor clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -22,7 +25,7 @@ system-deps:
 	@bash utils/system_deps.sh
 
 test: $(STAMP) system-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -rs
 
 build: $(STAMP)
 	$(PY) -m utils.build
@@ -46,11 +49,11 @@ gpu-check: $(STAMP)
 
 # Students: the released lessons in JupyterLab.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=release
+	$(VENV)/bin/jupyter lab --notebook-dir=release $(ALLOW_ROOT)
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)
-	$(VENV)/bin/jupyter lab
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT)
 
 clean:
 	rm -rf autograded/*/ feedback submitted gradebook.db grades.csv .pytest_cache

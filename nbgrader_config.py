@@ -15,11 +15,20 @@ c.OverwriteCells.add_missing_cells = True
 # The stub a student sees in place of each solution region.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# The course's grading plugins (utils/nbgrader_plugins.py): survive a dead or hung kernel, cap
-# gigantic outputs, do not zero a correct cell for a warning on stderr, and keep hidden tests out
-# of feedback (`--HideHiddenTests.enabled=False` shows them). They are found beside this file,
-# under $COURSE_TOOLS, or in the repository whose .venv runs nbgrader; without them nbgrader
-# grades as it does by default and says so.
+# Every autograding kernel runs in a bubblewrap sandbox (utils/sandbox.py): no course files,
+# gradebook, other students or network; read-only Python; memory and process limits. Where
+# bubblewrap cannot run, grading stops and says why. Only where grading itself runs in a
+# container without network, secrets or the course folder may it be turned off:
+# c.SandboxKernelManager.enabled = False
+# c.SandboxKernelManager.memory_limit_mb = 4096   # per kernel process
+# c.SandboxKernelManager.process_limit = 256
+
+# The course's grading plugins (utils/nbgrader_plugins.py): the sandbox, survive a dead or hung
+# kernel, prove that each test cell ran to its end untampered, cap gigantic outputs, do not zero
+# a correct cell for a warning on stderr, and keep hidden tests out of feedback
+# (`--HideHiddenTests.enabled=False` shows them). They are found beside this file, under
+# $COURSE_TOOLS, or in the repository whose .venv runs nbgrader. Without them nothing is graded:
+# every autograde and feedback step fails with a message saying so.
 import os as _os
 import sys as _sys
 
@@ -40,5 +49,17 @@ if _tools:
 
     _install_plugins(c)
 else:
-    print("nbgrader_config: utils/nbgrader_plugins.py not found; grading with nbgrader's defaults",
-          file=_sys.stderr)
+    from nbconvert.preprocessors import Preprocessor as _Preprocessor
+
+    _MISSING = ("the course's grading plugins (utils/nbgrader_plugins.py) were not found beside "
+                "nbgrader_config.py, under $COURSE_TOOLS or beside the Python environment; nothing is "
+                "graded without them (no sandbox, hidden tests would reach the feedback)")
+
+    class PluginsMissing(_Preprocessor):
+        def preprocess(self, nb, resources):
+            raise RuntimeError(_MISSING)
+
+    print(f"nbgrader_config: {_MISSING}", file=_sys.stderr)
+    c.Autograde.sanitize_preprocessors = [PluginsMissing]
+    c.Autograde.autograde_preprocessors = [PluginsMissing]
+    c.GenerateFeedback.preprocessors = [PluginsMissing]

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from utils import nbauthor as nb
-from utils.coursedir import REPO, nbgrader
+from utils.coursedir import REPO, nbgrader, scratch_config
 
 SYNTH = "00_synthetic"
 
@@ -34,8 +33,7 @@ def synthetic_cells(test_body: str | None = None, quiz_hidden: str | None = None
 
 def make_course(root: Path, cells: list) -> Path:
     """A course directory at `root` with the synthetic lesson in source/ and its release built."""
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    scratch_config(root, REPO)
     (root / "course").mkdir(exist_ok=True)
     nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)
     nbgrader(["generate_assignment", SYNTH, "--force"], cwd=root)

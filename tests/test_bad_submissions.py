@@ -240,6 +240,17 @@ def test_grade_command_reports_each_problem_and_keeps_its_signature(graded, caps
     assert "01_tiny/add_test" in table and "good_a" in table
 
 
+def test_a_failed_export_makes_the_grade_command_fail(graded):
+    course, *_ = graded
+    for s in [p.name for p in (course / "submitted").iterdir()]:
+        if s != "good_a":
+            shutil.rmtree(course / "submitted" / s)
+    (course / "grades.csv").unlink(missing_ok=True)
+    (course / "grades.csv").mkdir()          # nbgrader export cannot write it
+    _, problems = grade(course, [LESSON], workers=1, cell_timeout=CELL_TIMEOUT)
+    assert any("export failed" in p for p in problems), problems
+
+
 def test_preflight_needs_no_grading(graded):
     course, *_ = graded
     assert preflight(course, LESSON, "good_a").status == "pending"

@@ -79,3 +79,21 @@ def test_score_table_has_cells_down_and_students_across():
     rows = [CellScore("L", "ann", "c1", 1, 2), CellScore("L", "bob", "c1", 2, 2)]
     table = score_table(rows)
     assert "ann" in table.splitlines()[0] and "L/c1" in table and "L TOTAL" in table and "2/2" in table
+
+
+def test_a_postgresql_gradebook_named_by_the_course_is_never_touched(tmp_path):
+    """check, build and demo work in scratch courses with their own SQLite gradebook: with an
+    unreachable PostgreSQL db_url in the course's nbgrader_config.py they still succeed (any
+    attempt to use it would fail) and write no gradebook.db beside it either."""
+    from utils.build import build
+    from utils.demo import REFERENCE as DEMO_REFERENCE, run as demo
+
+    root = make_course(tmp_path / "c", synthetic_cells())
+    (root / "gradebook.db").unlink()
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write("\nc.CourseDirectory.db_url = 'postgresql+psycopg2://grader:secret@127.0.0.1:9/never'\n")
+    assert check_lesson(root, SYNTH).problems == []
+    assert build(root, [SYNTH]) == [SYNTH]
+    scratch, table, problems = demo(root, build_release=False)
+    assert problems == [] and DEMO_REFERENCE in table
+    assert not (root / "gradebook.db").exists() and not (root / "submitted").exists()

@@ -1,6 +1,7 @@
 """Grading throughput: how long `utils.grade` takes for a class, serial and in parallel.
 
     python -m utils.bench_grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--sandbox]
+    python -m utils.bench_grading --sandbox-cost ROUNDS [--students N] [--workers 1] [--lessons ...]
 
 A benchmark, not a test: it builds a scratch course from the lessons in source/ (or, with
 --sandbox or when source/ has none, the two tiny sandbox lessons of utils.workflow), has enough
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import REPO, lessons, source_notebook, submission_from
+from utils.coursedir import REPO, lessons, scratch_config, scratch_course, source_notebook, submission_from
 from utils.grade import grade_lessons, run_nbgrader
 from utils.samples_io import load_samples
 from utils.workflow import sandbox
@@ -38,11 +40,8 @@ def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: boo
         names = ["01_tiny", "02_other"]
     else:
         names = names or lessons(REPO)
-        course.mkdir(parents=True)
-        shutil.copy2(REPO / "nbgrader_config.py", course / "nbgrader_config.py")
+        scratch_course(REPO, names, course)
         for lesson in names:
-            shutil.copytree(REPO / "source" / lesson, course / "source" / lesson,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
             rc, log, _ = run_nbgrader(["generate_assignment", lesson, "--force"], cwd=course)
             if rc != 0:
                 raise SystemExit(f"could not build {lesson}:\n{log[-2000:]}")
@@ -60,9 +59,12 @@ def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: boo
     return course, names
 
 
-def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float | None) -> dict:
+def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float | None,
+             sandboxed: bool = True) -> dict:
     course = Path(tempfile.mkdtemp(prefix=f"bench-w{workers}-")) / "course"
     shutil.copytree(prepared, course)
+    # the copy grades into its own gradebook; without the sandbox only when measuring its cost
+    scratch_config(course, prepared, "" if sandboxed else "\nc.SandboxKernelManager.enabled = False\n")
     start = time.perf_counter()
     run = grade_lessons(course, names, workers=workers, cell_timeout=cell_timeout, quiet=True)
     seconds = time.perf_counter() - start
@@ -70,6 +72,23 @@ def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float
     shutil.rmtree(course.parent, ignore_errors=True)
     return {"workers": workers, "seconds": seconds, "notebooks": run.submissions, "problems": zero,
             "lessons": run.lesson_seconds}
+
+
+def sandbox_cost(prepared: Path, names: list[str], workers: int, cell_timeout: float | None, rounds: int) -> int:
+    """Grade the same class with and without the sandbox, alternating, and print seconds per submission."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(rounds):
+        for sandboxed in ((True, False) if i % 2 == 0 else (False, True)):
+            load = os.getloadavg()[0]
+            r = run_once(prepared, names, workers, cell_timeout, sandboxed)
+            per = r["seconds"] / r["notebooks"]
+            times[sandboxed].append(per)
+            print(f"round {i + 1} {'sandbox   ' if sandboxed else 'no sandbox'}: {per:.2f} s per submission "
+                  f"(load average {load:.2f} before)" + (f", not graded: {r['problems'][:3]}" if r["problems"] else ""),
+                  flush=True)
+    on, off = statistics.median(times[True]), statistics.median(times[False])
+    print(f"median: {on:.2f} s with the sandbox, {off:.2f} s without: {100 * (on - off) / off:+.1f} %")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lessons", nargs="*", default=None, help="lessons from source/ (default: all)")
     parser.add_argument("--sandbox", action="store_true", help="grade the tiny sandbox lessons instead")
     parser.add_argument("--cell-timeout", type=float, default=None)
+    parser.add_argument("--sandbox-cost", type=int, default=0, metavar="ROUNDS",
+                        help="instead: grade ROUNDS times with the autograding sandbox and without, "
+                             "alternating, with the first --workers value, and print the cost")
     args = parser.parse_args(argv)
     use_sandbox = args.sandbox or not lessons(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
@@ -91,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         prepared, names = prepare(base, args.lessons, students, use_sandbox)
         print(f"grading {students} students x {len(names)} lesson(s) = {students * len(names)} submissions ({', '.join(names)}"
               f"{', sandbox' if use_sandbox else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
+        if args.sandbox_cost:
+            return sandbox_cost(prepared, names, args.workers[0], args.cell_timeout, args.sandbox_cost)
         results = []
         for workers in args.workers:
             r = run_once(prepared, names, workers, args.cell_timeout)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -59,24 +58,93 @@ def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
+                 env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> tuple[int, str, bool]:
+    """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
+    included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
+    env = nbgrader_env(env_extra)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with tempfile.TemporaryFile(mode="w+") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        if cpus:
+            try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
+                os.sched_setaffinity(proc.pid, cpus)
+            except (AttributeError, OSError):
+                pass
+        killed = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+            kill_tree(proc.pid)
+            proc.wait()
+        kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
+        out.seek(0)
+        return proc.returncode, out.read(), killed
+
+
+def kill_tree(pid: int, children_only: bool = False) -> None:
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        procs = parent.children(recursive=True) + ([] if children_only else [parent])
+    except psutil.NoSuchProcess:
+        procs = []
+    if children_only and not procs:
+        # the parent is gone: its kernels were re-parented; find them by their session id
+        procs = [p for p in psutil.process_iter() if _safe_sid(p) == pid]
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+def _safe_sid(p) -> int | None:
+    try:
+        return os.getsid(p.pid)
+    except OSError:
+        return None
+
+
 def nbgrader(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
-    """Run one nbgrader command in course directory `cwd` with this interpreter's nbgrader."""
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=nbgrader_env(),
-                          capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    """Run one nbgrader command in course directory `cwd`; raise ToolError when it fails (check)."""
+    rc, log, _ = run_nbgrader(args, cwd)
+    if check and rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{log[-3000:]}")
     if not quiet:
-        sys.stdout.write(proc.stdout)
-    return proc
+        sys.stdout.write(log)
+    return subprocess.CompletedProcess(args, rc, log, "")
 
 
-def scratch_course(root: Path, lesson_names: list[str]) -> Path:
-    """A throwaway copy of the course directory (config + chosen sources) to build and grade in."""
-    tmp = Path(tempfile.mkdtemp(prefix="course-check-"))
-    shutil.copy2(Path(root) / "nbgrader_config.py", tmp / "nbgrader_config.py")
+def scratch_config(dest: Path, root: Path = REPO, extra: str = "") -> Path:
+    """Write dest/nbgrader_config.py: the course's settings (from `root`), but always a gradebook
+    of its own (SQLite in `dest`), whatever db_url the course names, then `extra`. Every tool that
+    builds or grades in a throwaway course writes its config with this, so a PostgreSQL gradebook
+    named in nbgrader_config.py is never touched by a check, a demo, a benchmark or a test."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    text = (Path(root) / "nbgrader_config.py").read_text()
+    text += (f"\n\n# --- a scratch course: its own gradebook, never the instructor's ---\n"
+             f"c.CourseDirectory.db_url = {'sqlite:///' + str(dest.resolve() / 'gradebook.db')!r}\n{extra}")
+    path = dest / "nbgrader_config.py"
+    path.write_text(text)
+    return path
+
+
+def scratch_course(root: Path, lesson_names: list[str], dest: Path | None = None, *,
+                   release: bool = False, extra_config: str = "") -> Path:
+    """A throwaway course directory (at `dest`, or a new temporary folder) with its own SQLite
+    gradebook (scratch_config) and the chosen lessons' source/ (and release/ when asked)."""
+    tmp = Path(dest) if dest is not None else Path(tempfile.mkdtemp(prefix="course-scratch-"))
+    scratch_config(tmp, root, extra_config)
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     for name in lesson_names:
-        shutil.copytree(Path(root) / "source" / name, tmp / "source" / name,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(Path(root) / "source" / name, tmp / "source" / name, ignore=ignore)
+        if release and (Path(root) / "release" / name).is_dir():
+            shutil.copytree(Path(root) / "release" / name, tmp / "release" / name, ignore=ignore)
     return tmp
 
 

@@ -2,9 +2,10 @@
 
     python -m utils.grade [LESSON ...] [--workers N] [--cell-timeout S] [--show-hidden-tests] [--course DIR]
 
-Submissions are read from submitted/<student>/<lesson>/ and never modified: each is copied into a
-private work folder and graded there, so nothing a student's code does to relative paths can
-reach submitted/ (the command also compares the files' hashes before and after). Graded copies go
+Submissions are read from submitted/<student>/<lesson>/ and never modified: each is copied (regular
+files only; symbolic links are refused) into a private work folder and graded there, every kernel
+in a bubblewrap sandbox that sees only that copy (utils/sandbox.py; grading stops when the sandbox
+cannot run). The command also compares the submitted files' hashes before and after. Graded copies go
 to autograded/, feedback to feedback/ (hidden tests left out unless --show-hidden-tests), grades
 to the gradebook (SQLite gradebook.db, or nbgrader's CourseDirectory.db_url) and grades.csv.
 
@@ -16,8 +17,15 @@ One bad submission never stops the others, and every submission gets a line sayi
   - an endless loop is interrupted after the per-cell limit (Execute.timeout, 300 s in
     nbgrader_config.py); a kernel that ignores the interrupt, or dies (os._exit), is replaced, the
     cells before it are re-run and grading goes on, so earlier cells keep their points;
-  - a warning on stderr in a correct graded cell costs nothing; gigantic outputs are cut.
-  (utils/nbgrader_plugins.py does the kernel and output parts inside nbgrader.)
+  - a warning on stderr in a correct graded cell costs nothing; gigantic outputs are cut;
+  - a notebook saved under another name, alone in its folder, is graded; edited cell roles are
+    restored from the gradebook;
+  - a test cell that did not run to its end, or ran after the submission changed a builtin it
+    uses or IPython's hooks, scores 0; code that reaches into the interpreter, the kernel or
+    processes is reported (REVIEW) for the instructor to read.
+  (utils/nbgrader_plugins.py does the kernel and output parts inside nbgrader, utils/review.py
+  the reading.) The command exits 1 when a submission scored zero as unusable, when a REVIEW
+  or WARNING line was printed, or when the feedback or grades.csv export failed.
 
 Grading runs in parallel worker processes (--workers, default: the number of CPU cores), each on
 its own cores (CPU affinity, which the kernels inherit; see the benchmark in docs). With the
@@ -35,7 +43,6 @@ import os
 import queue
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,9 +54,10 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import (REPO, ToolError, lessons, nbgrader_env, nbgrader_meta, resolve_lessons, score_table,
-                             source_notebook)
+from utils.coursedir import (REPO, ToolError, lessons, nbgrader_meta, resolve_lessons,
+                             run_nbgrader, score_table, source_notebook)
 from utils.nbgrader_plugins import parse_events
+from utils.review import review
 
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
 # sum of the per-cell limits a real lesson needs; only a grader stuck outside any cell reaches it.
@@ -62,6 +70,8 @@ DEFAULT_WATCHDOG = 1800
 class CourseSettings:
     course_id: str
     db_url: str
+    sandbox: bool = True        # SandboxKernelManager.enabled
+    bwrap: str = "bwrap"        # SandboxKernelManager.bwrap
 
     @property
     def sqlite_path(self) -> Path | None:
@@ -80,61 +90,23 @@ def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
     section = cfg.CourseDirectory if cfg is not None and "CourseDirectory" in cfg else {}
     course_id = section.get("course_id") or "default_course"
     url = db_url or section.get("db_url") or f"sqlite:///{root / 'gradebook.db'}"
-    return CourseSettings(str(course_id), str(url))
+    box = cfg.SandboxKernelManager if cfg is not None and "SandboxKernelManager" in cfg else {}
+    return CourseSettings(str(course_id), str(url), bool(box.get("enabled", True)), str(box.get("bwrap", "bwrap")))
+
+
+def require_sandbox(settings: CourseSettings) -> None:
+    """Stop before grading anything when the sandbox is on but cannot run here."""
+    from utils.sandbox import OPT_OUT, unavailable
+
+    problem = unavailable(settings.bwrap) if settings.sandbox else None
+    if problem:
+        raise ToolError(f"the autograding sandbox cannot run: {problem}. Nothing was graded. Student code "
+                        f"must not run with the grader's rights; to grade without the sandbox (only "
+                        f"inside a container without network, secrets or the course folder) set "
+                        f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
 
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
-
-
-def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
-                 env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> tuple[int, str, bool]:
-    """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
-    included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
-    env = nbgrader_env(env_extra)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    with tempfile.TemporaryFile(mode="w+") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        if cpus:
-            try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
-                os.sched_setaffinity(proc.pid, cpus)
-            except (AttributeError, OSError):
-                pass
-        killed = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            killed = True
-            kill_tree(proc.pid)
-            proc.wait()
-        kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
-        out.seek(0)
-        return proc.returncode, out.read(), killed
-
-
-def kill_tree(pid: int, children_only: bool = False) -> None:
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        procs = parent.children(recursive=True) + ([] if children_only else [parent])
-    except psutil.NoSuchProcess:
-        procs = []
-    if children_only and not procs:
-        # the parent is gone: its kernels were re-parented; find them by their session id
-        procs = [p for p in psutil.process_iter() if _safe_sid(p) == pid]
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-
-
-def _safe_sid(p) -> int | None:
-    try:
-        return os.getsid(p.pid)
-    except OSError:
-        return None
 
 
 # --- what was submitted -----------------------------------------------------------------------
@@ -149,6 +121,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
+    file: str | None = None          # the notebook to grade when it was saved under another name
 
     def line(self) -> str:
         score = f"{self.score:g}/{self.max_score:g}" if self.score is not None and self.max_score else "-"
@@ -184,42 +157,76 @@ def _lesson_ids(root: Path) -> dict[str, tuple[str, set[str]]]:
 
 
 def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
-    """Look at a submission before grading: is the notebook there, readable, of this lesson?
-    Also notes deleted, edited or duplicated cells (nbgrader repairs those while grading)."""
+    """Look at a submission before grading: is the notebook there, a regular file, readable, of this
+    lesson? Also notes deleted, edited or duplicated cells (nbgrader repairs those while grading)."""
     known = known or _lesson_ids(root)
     out = Outcome(lesson, student)
     folder = Path(root) / "submitted" / student / lesson
     nb_name, ids = known[lesson]
+    refused = _irregular(folder)
     path = folder / nb_name
-    others = sorted(p.name for p in folder.glob("*.ipynb") if p.name != nb_name)
+    others = sorted(p.name for p in folder.glob("*.ipynb") if p.name != nb_name and p.name not in refused)
+    if nb_name in refused:
+        return _zero(out, f"{nb_name} is {refused[nb_name]}; only regular files are graded (submit the notebook itself)")
+    if refused:
+        out.notes.append("refused (not copied for grading): " + ", ".join(f"{k} ({v})" for k, v in refused.items()))
     if not path.exists():
-        out.status = "zero"
         for other in others:
-            for name, (other_nb, other_ids) in known.items():
+            for name, (other_nb, _) in known.items():
                 if name != lesson and other == other_nb:
-                    out.reason = f"submitted {other}, the notebook of lesson {name}, instead of {nb_name}"
-                    return out
-        found = ", ".join(sorted(p.name for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
-        out.reason = f"no {nb_name} in the submission (found: {found})"
-        return out
+                    return _zero(out, f"submitted {other}, the notebook of lesson {name}, instead of {nb_name}")
+        if len(others) == 1:
+            path = folder / others[0]
+            out.file = others[0]
+            out.notes.append(f"graded {others[0]}, the only notebook in the folder, as {nb_name}")
+        else:
+            found = ", ".join(sorted(p.name for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
+            return _zero(out, f"no {nb_name} in the submission (found: {found})")
     try:
         nb = nbformat.read(str(path), as_version=4)
     except Exception as err:  # noqa: BLE001 - any unreadable file is reported the same way
-        out.status = "zero"
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        out.reason = f"{nb_name} is not a readable notebook ({first[:160]})"
-        return out
+        return _zero(out, f"{path.name} is not a readable notebook ({first[:160]})")
     sub_ids = _ids(nb)
     if not set(sub_ids) & ids:
         for name, (other_nb, other_ids) in known.items():
             if name != lesson and other_ids and set(sub_ids) & other_ids:
-                out.status = "zero"
-                out.reason = f"{nb_name} holds the notebook of lesson {name} ({other_nb}), not of {lesson}"
-                return out
-    if others:
+                return _zero(out, f"{path.name} holds the notebook of lesson {name} ({other_nb}), not of {lesson}")
+        if out.file:
+            return _zero(out, f"no {nb_name} in the submission; {out.file} holds none of its graded cells")
+    if others and not out.file:
         out.notes.append(f"other notebooks ignored: {', '.join(others)}")
     out.notes += _tampering(root, lesson, nb)
+    release = Path(root) / "release" / lesson / nb_name
+    out.notes += review(nb, nbformat.read(str(release), as_version=4) if release.exists() else None)
     return out
+
+
+def _zero(out: Outcome, reason: str) -> Outcome:
+    out.status, out.reason = "zero", reason
+    return out
+
+
+def _irregular(folder: Path) -> dict[str, str]:
+    """{relative path: what it is} for every entry of a submission that is not a regular file or folder."""
+    found = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_symlink():
+            found[p.relative_to(folder).as_posix()] = "a symbolic link"
+        elif not (p.is_file() or p.is_dir()):
+            found[p.relative_to(folder).as_posix()] = "not a regular file"
+    return found
+
+
+def _copy_submission(src: Path, dest: Path, rename: str | None, nb_name: str) -> None:
+    """Copy regular files and folders only (symbolic links and devices are never followed)."""
+    def ignore(folder, names):
+        return [n for n in names if os.path.islink(os.path.join(folder, n))
+                or not (os.path.isfile(os.path.join(folder, n)) or os.path.isdir(os.path.join(folder, n)))]
+
+    shutil.copytree(src, dest, ignore=ignore)
+    if rename:
+        (dest / rename).rename(dest / nb_name)
 
 
 def _tampering(root: Path, lesson: str, nb) -> list[str]:
@@ -258,7 +265,7 @@ def _tampering(root: Path, lesson: str, nb) -> list[str]:
 
 def _hash_tree(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
 # --- grading ----------------------------------------------------------------------------------
@@ -271,6 +278,9 @@ EVENT_NOTES = {
     "gave-up": "the kernel failed too often; the remaining cells were not run (0)",
     "output-truncated": "cell '{cell}' printed {characters} characters too many; its output was cut",
     "stderr-forgiven": "cell '{cell}' wrote to stderr (e.g. a warning); not counted as a failure",
+    "roles-restored": "cell '{cell}' had its nbgrader role edited ({fields}); restored from the gradebook",
+    "tampered": "REVIEW: cell '{cell}' scored 0: the submission changed what the test relies on ({problems})",
+    "unfinished": "REVIEW: cell '{cell}' scored 0: it raised nothing but did not run to its end",
 }
 
 
@@ -322,16 +332,17 @@ class _Chunk:
 
 def _grade_chunk(root: Path, lesson: str, students: list[str], settings: CourseSettings,
                  extra: list[str], watchdog: float, env_extra: dict[str, str] | None = None,
-                 slots: "queue.Queue | None" = None) -> _Chunk:
+                 slots: "queue.Queue | None" = None, renames: dict[str, str] | None = None) -> _Chunk:
     """Autograde `students` in a private copy of the course folder (one nbgrader process)."""
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-"))
     chunk = _Chunk(students, work)
     shutil.copy2(Path(root) / "nbgrader_config.py", work / "nbgrader_config.py")
     shutil.copytree(Path(root) / "source" / lesson, work / "source" / lesson,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    nb_name = source_notebook(root, lesson).name
     for student in students:
-        shutil.copytree(Path(root) / "submitted" / student / lesson, work / "submitted" / student / lesson,
-                        symlinks=True)
+        _copy_submission(Path(root) / "submitted" / student / lesson, work / "submitted" / student / lesson,
+                         (renames or {}).get(student), nb_name)
     if settings.sqlite_path is not None:
         db = work / "gradebook.db"
         shutil.copy2(settings.sqlite_path, db)
@@ -413,6 +424,25 @@ class GradeRun:
     submissions: int = 0
     logs: dict[str, str] = field(default_factory=dict)
     lesson_seconds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)   # feedback or export that failed
+
+
+@dataclass
+class Grading:
+    """Everything one grading run needs: the course, its settings and the options."""
+    root: Path
+    settings: CourseSettings
+    workers: int
+    extra: list[str]                 # nbgrader arguments for autograde (the cell timeout)
+    watchdog: float
+    show_hidden_tests: bool
+    say: object
+    run: GradeRun = field(default_factory=GradeRun)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base(self) -> list[str]:
+        return [f"--CourseDirectory.db_url={self.settings.db_url}"]
 
 
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
@@ -421,120 +451,143 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
                   feedback: bool = True, export: bool = True, quiet: bool = False) -> GradeRun:
     """Grade every submission of the named lessons (all when none); see the module doc."""
     root = Path(root).resolve()
-    say = (lambda *a: None) if quiet else print
     settings = course_settings(root, db_url)
-    workers = max(1, workers or os.cpu_count() or 1)
-    base = [f"--CourseDirectory.db_url={settings.db_url}"]
-    extra = [f"--Execute.timeout={int(cell_timeout)}"] if cell_timeout else []
-    run = GradeRun()
+    require_sandbox(settings)
+    g = Grading(root, settings, max(1, workers or os.cpu_count() or 1),
+                [f"--Execute.timeout={int(cell_timeout)}"] if cell_timeout else [], watchdog,
+                show_hidden_tests, (lambda *a: None) if quiet else print)
     start = time.perf_counter()
     known = _lesson_ids(root)
-    merge_lock = threading.Lock()
     for lesson in resolve_lessons(names or [], root):
         students = submitted_students(root, lesson)
         if not students:
-            say(f"{lesson}: no submissions")
+            g.say(f"{lesson}: no submissions")
             continue
         lesson_start = time.perf_counter()
-        # The gradebook needs the lesson's cells and hidden tests; building records them
-        # (and rewrites release/ with identical bytes).
-        rc, log, _ = run_nbgrader(["generate_assignment", lesson, "--force", *base], cwd=root)
-        if rc != 0:
-            raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{log[-3000:]}")
-        before = {s: _hash_tree(root / "submitted" / s / lesson) for s in students}
-        outcomes = {s: preflight(root, lesson, s, known) for s in students}
-        to_grade = [s for s in students if outcomes[s].status != "zero"]
-        chunks = [to_grade[i::workers] for i in range(min(workers, len(to_grade)))]
-        # Parallel kernels share the cores: each numeric library gets its share of threads
-        # (unless the instructor set them), instead of every kernel starting one per core.
-        # Each worker runs on its own cores (CPU affinity, which kernels inherit and torch's
-        # thread count follows) when there are enough of them.
-        share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
-        env_extra = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
-        slots = _cpu_slots(len(chunks))
-
-        def finish(chunk: _Chunk, retry: list[list[str]]) -> None:
-            per_student = _student_logs(chunk.log)
-            abnormal = chunk.killed or chunk.rc not in (0, 1)
-            graded = []
-            for s in chunk.students:
-                out = outcomes[s]
-                text = per_student.get(s, "")
-                done = chunk.work / "autograded" / s / lesson
-                if done.is_dir() and any(done.glob("*.ipynb")) and not (abnormal and s == _last(per_student)):
-                    graded.append(s)
-                    out.status = "graded"
-                    out.notes += _notes_from_events([e for e in parse_events(text) if e.get("student") == s])
-                    dest = root / "autograded" / s / lesson
-                    shutil.rmtree(dest, ignore_errors=True)
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copytree(done, dest)
-                elif abnormal and len(chunk.students) > 1:
-                    retry.append([s])   # the grader died on someone else's code: try alone
-                else:
-                    out.status = "zero"
-                    if chunk.killed:
-                        out.reason = f"grading stalled and was stopped after {watchdog:g} s"
-                    elif chunk.rc not in (0, 1):
-                        out.reason = (f"the grading process was killed (exit {chunk.rc}) while grading this "
-                                      f"submission; its code may have killed it")
-                    else:
-                        out.reason = f"nbgrader could not grade it: {_failure_reason(text)}"
-                    run.logs[f"{lesson}/{s}"] = text or chunk.log[-5000:]
-            if graded and settings.sqlite_path is not None:
-                with merge_lock:
-                    _merge(f"sqlite:///{chunk.work / 'gradebook.db'}", settings.db_url, settings.course_id,
-                           lesson, graded)
-            shutil.rmtree(chunk.work, ignore_errors=True)
-
-        pending = [c for c in chunks if c]
-        while pending:
-            retry: list[list[str]] = []
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = [pool.submit(_grade_chunk, root, lesson, c, settings, extra, watchdog, env_extra, slots)
-                           for c in pending]
-                for fut in as_completed(futures):
-                    finish(fut.result(), retry)
-            pending = retry
-
-        for s in students:
-            out = outcomes[s]
-            if out.status == "zero":
-                record_zero(settings, lesson, s)
-                shutil.rmtree(root / "autograded" / s / lesson, ignore_errors=True)
-                shutil.rmtree(root / "feedback" / s / lesson, ignore_errors=True)
-            if _hash_tree(root / "submitted" / s / lesson) != before[s]:
-                out.notes.append("WARNING: the files in submitted/ changed while grading")
+        outcomes = _grade_lesson(g, lesson, students, known)
         if feedback:
-            args = ["generate_feedback", lesson, "--force", *base]
-            if show_hidden_tests:
-                args.append("--HideHiddenTests.enabled=False")
-            rc, log, _ = run_nbgrader(args, cwd=root)
-            if rc != 0:
-                run.logs[f"{lesson}/feedback"] = log
-        from utils.coursedir import read_scores_url
+            _feedback(g, lesson)
+        _report(g, lesson, outcomes)
+        g.run.lesson_seconds[lesson] = time.perf_counter() - lesson_start
+        g.say(f"{lesson}: graded {len(students)} submission(s) in {time.perf_counter() - lesson_start:.1f} s "
+              f"with {min(g.workers, len(students))} worker(s)")
+    if g.run.lessons and export:
+        _export(g)
+    g.run.seconds = time.perf_counter() - start
+    return g.run
 
-        totals: dict[str, list[float]] = {}
-        for r in read_scores_url(settings.db_url, settings.course_id, [lesson]):
-            t = totals.setdefault(r.student, [0.0, 0.0])
-            t[0] += r.score
-            t[1] += r.max_score
-        for s in students:
-            out = outcomes[s]
-            out.score, out.max_score = totals.get(s, (None, None))
-            run.outcomes.append(out)
-            say(out.line())
-        run.submissions += len(students)
-        run.lessons.append(lesson)
-        run.lesson_seconds[lesson] = time.perf_counter() - lesson_start
-        say(f"{lesson}: graded {len(students)} submission(s) in {time.perf_counter() - lesson_start:.1f} s "
-            f"with {min(workers, max(1, len(to_grade)))} worker(s)")
-    if run.lessons and export:
-        rc, log, _ = run_nbgrader(["export", "--to", str(root / "grades.csv"), *base], cwd=root)
-        if rc == 0:
-            say(f"wrote {root / 'grades.csv'} and feedback/ (HTML per student and lesson)")
-    run.seconds = time.perf_counter() - start
-    return run
+
+def _grade_lesson(g: Grading, lesson: str, students: list[str], known) -> dict[str, Outcome]:
+    """Autograde one lesson's submissions in parallel work folders; every student gets an outcome."""
+    # The gradebook needs the lesson's cells and hidden tests; building records them
+    # (and rewrites release/ with identical bytes).
+    rc, log, _ = run_nbgrader(["generate_assignment", lesson, "--force", *g.base], cwd=g.root)
+    if rc != 0:
+        raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{log[-3000:]}")
+    before = {s: _hash_tree(g.root / "submitted" / s / lesson) for s in students}
+    outcomes = {s: preflight(g.root, lesson, s, known) for s in students}
+    to_grade = [s for s in students if outcomes[s].status != "zero"]
+    chunks = [to_grade[i::g.workers] for i in range(min(g.workers, len(to_grade)))]
+    # Parallel kernels share the cores: each numeric library gets its share of threads (unless
+    # the instructor set them), and each worker runs on its own cores (CPU affinity, which
+    # kernels inherit and torch's thread count follows) when there are enough of them.
+    share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
+    env_extra = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
+    slots = _cpu_slots(len(chunks))
+    renames = {s: o.file for s, o in outcomes.items() if o.file}
+    pending = [c for c in chunks if c]
+    while pending:
+        retry: list[list[str]] = []
+        with ThreadPoolExecutor(max_workers=g.workers) as pool:
+            futures = [pool.submit(_grade_chunk, g.root, lesson, c, g.settings, g.extra, g.watchdog, env_extra,
+                                   slots, renames) for c in pending]
+            for fut in as_completed(futures):
+                _finish_chunk(g, lesson, fut.result(), outcomes, retry)
+        pending = retry
+    for s in students:
+        if outcomes[s].status == "zero":
+            record_zero(g.settings, lesson, s)
+            shutil.rmtree(g.root / "autograded" / s / lesson, ignore_errors=True)
+            shutil.rmtree(g.root / "feedback" / s / lesson, ignore_errors=True)
+        if _hash_tree(g.root / "submitted" / s / lesson) != before[s]:
+            outcomes[s].notes.append("WARNING: the files in submitted/ changed while grading")
+    return outcomes
+
+
+def _finish_chunk(g: Grading, lesson: str, chunk: _Chunk, outcomes: dict[str, Outcome],
+                  retry: list[list[str]]) -> None:
+    """Take what one work folder graded: notebooks to autograded/, grades to the gradebook."""
+    per_student = _student_logs(chunk.log)
+    abnormal = chunk.killed or chunk.rc not in (0, 1)
+    graded = []
+    for s in chunk.students:
+        out, text = outcomes[s], per_student.get(s, "")
+        done = chunk.work / "autograded" / s / lesson
+        if done.is_dir() and any(done.glob("*.ipynb")) and not (abnormal and s == _last(per_student)):
+            graded.append(s)
+            out.status = "graded"
+            out.notes += _notes_from_events([e for e in parse_events(text) if e.get("student") == s])
+            dest = g.root / "autograded" / s / lesson
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(done, dest)
+        elif abnormal and len(chunk.students) > 1:
+            retry.append([s])   # the grader died on someone else's code: try alone
+        else:
+            out.status = "zero"
+            if chunk.killed:
+                out.reason = f"grading stalled and was stopped after {g.watchdog:g} s"
+            elif chunk.rc not in (0, 1):
+                out.reason = (f"the grading process was killed (exit {chunk.rc}) while grading this "
+                              f"submission; its code may have killed it")
+            else:
+                out.reason = f"nbgrader could not grade it: {_failure_reason(text)}"
+            g.run.logs[f"{lesson}/{s}"] = text or chunk.log[-5000:]
+    if graded and g.settings.sqlite_path is not None:
+        with g.lock:
+            _merge(f"sqlite:///{chunk.work / 'gradebook.db'}", g.settings.db_url, g.settings.course_id,
+                   lesson, graded)
+    shutil.rmtree(chunk.work, ignore_errors=True)
+
+
+def _feedback(g: Grading, lesson: str) -> None:
+    args = ["generate_feedback", lesson, "--force", *g.base]
+    if g.show_hidden_tests:
+        args.append("--HideHiddenTests.enabled=False")
+    rc, log, _ = run_nbgrader(args, cwd=g.root)
+    if rc != 0:
+        g.run.logs[f"{lesson}/feedback"] = log
+        g.run.failures.append(f"{lesson}: nbgrader generate_feedback failed (exit {rc}); "
+                              f"see autograde.log:\n{_tail(log)}")
+
+
+def _report(g: Grading, lesson: str, outcomes: dict[str, Outcome]) -> None:
+    """Each student's total from the gradebook, one line each."""
+    from utils.coursedir import read_scores_url
+
+    totals: dict[str, list[float]] = {}
+    for r in read_scores_url(g.settings.db_url, g.settings.course_id, [lesson]):
+        t = totals.setdefault(r.student, [0.0, 0.0])
+        t[0] += r.score
+        t[1] += r.max_score
+    for s, out in outcomes.items():
+        out.score, out.max_score = totals.get(s, (None, None))
+        g.run.outcomes.append(out)
+        g.say(out.line())
+    g.run.submissions += len(outcomes)
+    g.run.lessons.append(lesson)
+
+
+def _export(g: Grading) -> None:
+    csv = g.root / "grades.csv"
+    if csv.is_file():
+        csv.unlink()   # a stale file must not pass for this run's export
+    rc, log, _ = run_nbgrader(["export", "--to", str(csv), *g.base], cwd=g.root)
+    if rc == 0 and csv.exists():
+        g.say(f"wrote {csv} and feedback/ (HTML per student and lesson)")
+    else:
+        g.run.logs["export"] = log
+        g.run.failures.append(f"nbgrader export failed (exit {rc}), grades.csv not written:\n{_tail(log)}")
 
 
 def _cpu_slots(workers: int) -> "queue.Queue | None":
@@ -552,6 +605,10 @@ def _cpu_slots(workers: int) -> "queue.Queue | None":
     return slots
 
 
+def _tail(log: str, lines: int = 8) -> str:
+    return "\n".join("    " + l for l in log.strip().splitlines()[-lines:])
+
+
 def _last(per_student: dict[str, str]) -> str | None:
     return list(per_student)[-1] if per_student else None
 
@@ -561,7 +618,9 @@ def grade(root: Path = REPO, names: list[str] | None = None, **options) -> tuple
     run = grade_lessons(root, names, **options)
     problems = [f"{o.lesson}: submission of {o.student!r} scored 0: {o.reason}"
                 for o in run.outcomes if o.status == "zero"]
-    problems += [f"{o.lesson}: {o.student}: {n}" for o in run.outcomes for n in o.notes if n.startswith("WARNING")]
+    problems += [f"{o.lesson}: {o.student}: {n}" for o in run.outcomes for n in o.notes
+                 if n.startswith(("WARNING", "REVIEW"))]
+    problems += run.failures
     if run.logs:
         log = Path(root) / "autograde.log"
         log.write_text("\n\n".join(f"===== {k}\n{v}" for k, v in run.logs.items()))

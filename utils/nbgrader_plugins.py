@@ -4,11 +4,16 @@ nbgrader_config.py puts them into nbgrader's pipelines (`install(c)`), so `nbgra
 `nbgrader generate_feedback` and the formgrader all use them:
 
   SafeOverwriteCells  OverwriteCells that does not lose a submission holding a copied cell (a
-                    duplicate grade id) or a cell with an unknown grade id (nbgrader KeyError).
-  SafeExecute       Execute that survives a dead kernel (os._exit, a crash) and a kernel stuck in
-                    a loop that ignores the interrupt: it records an error in that cell, starts a
-                    fresh kernel, re-runs the cells before it and goes on, so the cells that worked
-                    keep their points instead of the whole submission failing.
+                    duplicate grade id) or a cell with an unknown grade id (nbgrader KeyError), and
+                    restores each cell's role (solution, graded, points) from the gradebook.
+  SafeExecute       Execute whose kernels run in the bubblewrap sandbox (utils/sandbox.py), and
+                    that survives a dead kernel (os._exit, a crash) and a kernel stuck in a loop
+                    that ignores the interrupt: it records an error in that cell, starts a fresh
+                    kernel, re-runs the cells before it and goes on, so the cells that worked keep
+                    their points instead of the whole submission failing. Each graded test cell
+                    must print the run's fresh token after its last line, and runs only after a
+                    check that the builtins it uses and IPython's hooks are the originals; else
+                    it scores 0.
   LimitOutputSize   Caps the characters a cell's outputs keep (nbgrader's LimitOutput counts lines
                     only, so one 50 MB line would reach the gradebook copy and the feedback HTML).
   ForgiveStderr     nbgrader zeroes a graded cell that wrote anything to stderr; a correct answer
@@ -24,22 +29,24 @@ Each logs what it did as one line `GRADING-EVENT {json}` for utils.grade to repo
 
 from __future__ import annotations
 
+import ast
+import builtins
 import copy
 import json
 import queue
 import re
+import secrets
 import time
 
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
-from traitlets import Bool, Integer
+from traitlets import Integer
 
 from nbgrader import utils as nbutils
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 
 EVENT = "GRADING-EVENT"
-BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -67,8 +74,67 @@ def parse_events(log_text: str) -> list[dict]:
     return events
 
 
+# Installed silently in every fresh kernel before the submission's first cell: a private module
+# holding the original builtins and IPython's hooks, whose check(globals, names) lists what changed.
+GUARD_SETUP = """
+def _grading_guard_setup():
+    import builtins, sys, types
+    ip = get_ipython()
+    originals = dict(vars(builtins))
+    cls = type(ip)
+    methods = ("run_cell", "run_cell_async", "transform_cell", "transform_ast", "run_ast_nodes",
+               "run_code", "showtraceback", "_showtraceback", "showsyntaxerror", "should_run_async")
+    class_methods = {k: getattr(cls, k, None) for k in methods}
+    own_methods = {k: vars(ip).get(k) for k in methods}
+    # (custom exception handlers are left alone: the course registers one, and a cell that
+    # raised still fails whatever a handler prints)
+    hooks = lambda: (list(ip.input_transformers_cleanup), list(ip.input_transformers_post),
+                     list(ip.ast_transformers))
+    base = hooks()
+    def same(a, b):
+        return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    def check(g, names):
+        bad = []
+        for name in names:
+            if name in originals and vars(builtins).get(name) is not originals[name]:
+                bad.append("builtins." + name + " was replaced")
+            if name in originals and name in g and g[name] is not originals[name]:
+                bad.append("the builtin name '" + name + "' was rebound")
+        for label, a, b in zip(("input transformers", "post-input transformers", "AST transformers"),
+                               hooks(), base):
+            if not same(a, b):
+                bad.append("IPython's " + label + " were changed")
+        for k, f in class_methods.items():
+            if getattr(cls, k, None) is not f or vars(ip).get(k) is not own_methods[k]:
+                bad.append("IPython's " + k + " was replaced")
+        return bad
+    guard = types.ModuleType("_grading_guard")
+    guard.check = check
+    sys.modules["_grading_guard"] = guard
+_grading_guard_setup()
+del _grading_guard_setup
+"""
+
+
+def builtin_names(source: str) -> tuple[str, ...]:
+    """The builtin names a test cell uses (type, str, abs, isinstance, ...)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    return tuple(sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and hasattr(builtins, n.id)
+                         and n.id != "_" and not (n.id.startswith("__") and n.id != "__import__")}))
+
+
 class SafeExecute(Execute):
-    """nbgrader's Execute, plus recovery from a dead or unresponsive kernel (see module doc)."""
+    """nbgrader's Execute, plus recovery from a dead or unresponsive kernel, a sandbox for every
+    kernel, and proof that each graded test cell ran to its end untampered (see module doc)."""
+
+    def __init__(self, *args, **kwargs):
+        from utils.sandbox import SandboxKernelManager
+
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
 
     max_restarts = Integer(3, help="Fresh kernels started for one notebook before the remaining "
                                    "cells are marked as not run").tag(config=True)
@@ -80,18 +146,90 @@ class SafeExecute(Execute):
         self._restarts = 0
         self._gave_up = False
         self._resources_ref = resources
+        self._guarded = False
+        self._token = "grading-token-" + secrets.token_hex(16)   # fresh for every notebook graded
         return super().preprocess(nb, resources, km)
+
+    # -- a graded test cell must prove it ran, to its end, in an untampered kernel ----------------
+    def _request(self, code: str, user_expressions: dict | None = None, timeout: float = 30) -> dict | None:
+        """Send one silent execute request; its reply's content, or None without a reply."""
+        try:
+            msg_id = run_sync(ensure_async)(self.kc.execute(code, silent=True, store_history=False,
+                                                            user_expressions=user_expressions or {}))
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                try:
+                    msg = run_sync(self.kc.get_shell_msg)(timeout=max(0.1, deadline - time.monotonic()))
+                except queue.Empty:
+                    return None
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return msg.get("content", {})
+        except Exception:  # noqa: BLE001 - a kernel we cannot ask gives no answer
+            return None
+        return None
+
+    def _tampering(self, source: str) -> list[str]:
+        """What the submission changed that this test cell relies on (empty: nothing)."""
+        expr = f"__import__('_grading_guard').check(globals(), {builtin_names(source)!r})"
+        reply = self._request("", {"guard": expr})
+        try:
+            result = reply["user_expressions"]["guard"]
+            if result.get("status") != "ok":
+                return [f"the grader's check could not run ({result.get('ename')}: {result.get('evalue')})"]
+            found = ast.literal_eval(result["data"]["text/plain"])
+            if not isinstance(found, list):
+                raise ValueError(found)
+            return [str(x) for x in found]
+        except (KeyError, TypeError, ValueError, SyntaxError):
+            return ["the grader's check got no usable answer from the kernel"]
+
+    def _guard(self) -> None:
+        """Before the submission's first cell in each kernel: record what the tests rely on."""
+        if not self._guarded:
+            self._guarded = True
+            self._request(GUARD_SETUP)
+
+    def _graded_test(self, cell, resources, index):
+        """Run a graded test cell with the run's token printed after its last line; score 0 when
+        the kernel was tampered with or the token did not come back."""
+        problems = self._tampering(cell.source)
+        original = cell.source
+        cell.source = f"{original}\nprint({self._token!r})"
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        finally:
+            cell.source = original
+        seen = False
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and self._token in out.get("text", ""):
+                out["text"] = out["text"].replace(self._token + "\n", "").replace(self._token, "")
+                seen = True
+        cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "stream" or o.get("text")]
+        failed = any(o.get("output_type") == "error" for o in cell.outputs)
+        if problems:
+            cell.outputs.append(self._error("GradingTamperError", "; ".join(problems)))
+            _event(self, self._resources_ref, "tampered", cell=_grade_id(cell), index=index,
+                   problems="; ".join(problems))
+        elif not seen and not failed:
+            cell.outputs.append(self._error("CellDidNotFinish", "the test cell did not run to its end "
+                                            "(its completion mark never came back)"))
+            _event(self, self._resources_ref, "unfinished", cell=_grade_id(cell), index=index)
+        return cell, resources
 
     # -- one cell ------------------------------------------------------------------------------
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code" or not cell.source.strip():
             return super().preprocess_cell(cell, resources, index)
+        self._guard()
         if self._gave_up:
             cell.outputs = [self._error("NotRun", "not run: the kernel died or hung too often in "
                                         "earlier cells of this notebook")]
             return cell, self.resources
         try:
-            cell, resources = super().preprocess_cell(cell, resources, index)
+            if nbutils.is_grade(cell) and not nbutils.is_solution(cell):
+                cell, resources = self._graded_test(cell, resources, index)
+            else:
+                cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             cell.outputs = list(cell.get("outputs", [])) + [self._error(
                 "DeadKernelError", "the kernel died while running this cell (os._exit, a signal "
@@ -155,9 +293,11 @@ class SafeExecute(Execute):
         except Exception:  # noqa: BLE001
             pass
         self.kc = None
+        self._guarded = False
         self.km = self.create_kernel_manager()
         self.start_new_kernel()
         self.start_new_kernel_client()
+        self._guard()
 
     def _recover(self, failed_index: int) -> None:
         """New kernel; re-run the earlier cells (outputs discarded) so later cells find the state."""
@@ -201,9 +341,46 @@ class SafeOverwriteCells(OverwriteCells):
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
+        self._restore_roles(cell, resources, index)
         cell, resources = super().preprocess_cell(cell, resources, index)
         self._plain_if_no_id(cell)
         return cell, resources
+
+    def _restore_roles(self, cell, resources, index) -> None:
+        """A cell's role (solution, graded, points) as the gradebook has it: nbgrader restores a
+        locked cell's source, but a solution cell turned into a graded one lost the whole
+        submission (KeyError 'points', or no such graded cell)."""
+        from nbgrader.api import GradeCell, MissingEntry
+
+        meta = cell.get("metadata", {}).get("nbgrader")
+        gid = meta.get("grade_id") if meta else None
+        if not gid:
+            return
+        where = (gid, self.notebook_id, self.assignment_id)
+        try:
+            self.gradebook.find_source_cell(*where)
+        except MissingEntry:
+            return   # an unknown cell: nbgrader's own step makes it a plain cell
+        try:
+            graded = self.gradebook.find_graded_cell(*where)
+        except MissingEntry:
+            graded = None
+        if graded is not None and not isinstance(graded, GradeCell):
+            return   # a task cell: nbgrader's rules apply
+        try:
+            self.gradebook.find_solution_cell(*where)
+            solution = True
+        except MissingEntry:
+            solution = False
+        want = {"grade": graded is not None, "solution": solution}
+        if graded is not None:
+            want["points"] = float(graded.max_score)
+        changed = [k for k, v in want.items() if meta.get(k) != v]
+        if graded is None and "points" in meta:
+            del meta["points"]
+        meta.update(want)
+        if changed:
+            _event(self, resources, "roles-restored", cell=gid, index=index, fields=", ".join(changed))
 
     @staticmethod
     def _plain_if_no_id(cell) -> None:
@@ -280,18 +457,22 @@ class HideHiddenTests(NbGraderPreprocessor):
     placeholder = "# (hidden tests are not shown)"
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type != "code" or BEGIN_HIDDEN not in cell.source:
+        from nbgrader.preprocessors import ClearHiddenTests
+
+        markers = ClearHiddenTests(config=self.config)   # nbgrader's delimiters, as configured
+        begin, end = markers.begin_test_delimeter, markers.end_test_delimeter
+        if cell.cell_type != "code" or begin not in cell.source:
             return cell, resources
         lines = cell.source.split("\n")
         hidden_rows: set[int] = set()   # 1-based line numbers inside a hidden region, markers included
         kept, inside = [], False
         for number, line in enumerate(lines, 1):
-            if BEGIN_HIDDEN in line:
+            if begin in line:
                 inside = True
                 hidden_rows.add(number)
                 kept.append(line[: len(line) - len(line.lstrip())] + self.placeholder)
                 continue
-            if END_HIDDEN in line:
+            if end in line:
                 inside = False
                 hidden_rows.add(number)
                 continue

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from utils import nbauthor as A
-from utils.coursedir import REPO, ToolError
+from utils.coursedir import REPO, ToolError, scratch_config
 from utils.grade import run_nbgrader
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
@@ -145,11 +145,8 @@ def sandbox_lessons() -> dict[str, tuple[str, list]]:
 def sandbox(root: Path, cell_timeout: int | None = None, extra_config: str = "") -> Path:
     """A course directory at `root` with the two sandbox lessons in source/ and release/ built."""
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    config = (REPO / "nbgrader_config.py").read_text()
-    if cell_timeout:
-        config += f"\nc.Execute.timeout = {int(cell_timeout)}\n"
-    (root / "nbgrader_config.py").write_text(config + extra_config)
+    extra = f"\nc.Execute.timeout = {int(cell_timeout)}\n" if cell_timeout else ""
+    scratch_config(root, REPO, extra + extra_config)
     for lesson, (name, cells) in sandbox_lessons().items():
         A.write(root / "source" / lesson / name, cells)
         _run(["generate_assignment", lesson, "--force"], root)

@@ -1,0 +1,442 @@
+"""Hostile submissions: no cheat earns a point, no fair student is harmed, nothing outside the
+submission's work folder changes, no process outlives grading, and a memory bomb is stopped.
+
+One scratch course (utils.workflow.sandbox: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
+points, plus a one-question quiz lesson 03_quiz) holds every submission; it is graded once with
+`utils.grade` (two workers). Each cheat below gave full marks, or harmed others, before every
+autograding kernel ran in the bubblewrap sandbox (utils/sandbox.py) and each graded test cell had
+to prove that it ran to its end in an untampered kernel (utils/nbgrader_plugins.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+from utils import nbauthor as A
+from utils.coursedir import REPO, ToolError, nbgrader, read_scores_url, submission_from
+from utils.grade import course_settings, grade_lessons
+from utils.sandbox import unavailable
+from utils.workflow import sandbox
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(unavailable() is not None, reason=f"bubblewrap cannot run here: {unavailable()}")]
+LESSON, NB, QUIZ = "01_tiny", "tiny.ipynb", "03_quiz"
+TAG = secrets.token_hex(6)
+PLANTED = [REPO / f"planted-by-a-student-{TAG}.txt", REPO / "course" / f"planted_{TAG}.py",
+           Path(f"/tmp/planted-by-a-student-{TAG}")]
+ADD = "def add(a, b):\n    return a + b\n"
+
+
+def cheats(course: Path, port: int) -> dict[str, str]:
+    """{student: source of the `add` cell}; the rest of each notebook is the untouched release."""
+    find_secrets = f"""
+import glob, json, os
+bases = [os.environ.get('COURSE_TOOLS', ''), {str(course)!r}, {str(REPO)!r}, '../../..', '/tmp'] + glob.glob('/tmp/*')
+found = []
+for b in bases:
+    found += glob.glob(os.path.join(b, 'source', '01_tiny', '*.ipynb')) + glob.glob(os.path.join(b, 'gradebook.db'))
+print('FOUND', found)
+for path in found:
+    if path.endswith('.ipynb'):
+        for cell in json.load(open(path))['cells']:
+            if 'BEGIN SOLUTION' in ''.join(cell['source']):
+                exec(''.join(cell['source']), globals())
+"""
+    return {
+        "input_transformer": "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])",
+        "ast_transformer": ("import ast\nclass Nothing(ast.NodeTransformer):\n"
+                            "    def visit_Module(self, node):\n"
+                            "        return ast.Module(body=[ast.Pass()], type_ignores=[])\n"
+                            "get_ipython().ast_transformers.append(Nothing())"),
+        "exception_handler": "get_ipython().set_custom_exc((BaseException,), lambda *args, **kw: None)",
+        # the course's own one-line report of unwritten stubs must cost nothing (see below)
+        "print_keeps_quiet": ("import builtins\nclass Quiet:\n    def __call__(self, *a, **k): pass\n"
+                              "builtins.print = Quiet()\nget_ipython().set_custom_exc((Exception,), lambda *a, **k: None)"),
+        "secret_reader": find_secrets,
+    }
+
+
+def vandal(course: Path, port: int) -> str:
+    """Writes everywhere it should not, phones home, and leaves a process behind; its own work is right."""
+    targets = [course / "submitted" / "good_a" / LESSON / NB, course / "source" / LESSON / "planted.py",
+               course / "gradebook.db", *PLANTED]
+    return f"""
+import os, socket, subprocess, sys
+for t in {[str(t) for t in targets]!r} + ['../../../gradebook.db', '../../good_a/01_tiny/tiny.ipynb']:
+    try:
+        with open(t, 'w') as f:
+            f.write('owned')
+    except OSError as err:
+        print('refused', t, err)
+try:
+    socket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'hidden tests')
+except OSError as err:
+    print('no network', err)
+subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', 'LINGER-{TAG}'], start_new_session=True)
+""" + ADD
+
+
+def quiz_cells() -> list:
+    # like course.checks.stubs_in_one_line: the lesson's own setup registers an exception handler
+    setup = ("get_ipython().set_custom_exc((NotImplementedError,), lambda self, etype, value, tb, "
+             "tb_offset=None: self._showtraceback(etype, value, ['not written yet']))")
+    return [A.md("# Quiz", "quiz_intro"), A.readonly("quiz_setup", setup),
+            A.solution("q1_answer", "### BEGIN SOLUTION\nq1 = 'c'\n### END SOLUTION"),
+            A.tests("q1_test", 1, "assert isinstance(q1, str) and q1.strip().lower() in 'abcd', 'one letter'\n"
+                    "### BEGIN HIDDEN TESTS\nassert type(q1) is str and q1.strip().lower() == 'c', 'not c'\n"
+                    "### END HIDDEN TESTS")]
+
+
+EVERYTHING = ("class S(str):\n    def __eq__(self, other): return True\n    __hash__ = str.__hash__\n"
+              "    def strip(self): return self\n    def lower(self): return self\n"
+              "    def __contains__(self, x): return True\n")
+QUIZ_ANSWERS = {
+    "fair_quiz": "q1 = ' C '",
+    "fair_shadows_sum": "sum = 3\nmax = [1, 2]\nq1 = 'c'",
+    "str_subclass": EVERYTHING + "q1 = S('z')",
+    "str_rebound": EVERYTHING + "str = S\nq1 = S('z')",
+    "type_rebound": EVERYTHING + "type = lambda x: str\nq1 = S('z')",
+    "isinstance_rebound": EVERYTHING + "isinstance = lambda *a: True\nq1 = S('z')",
+}
+
+LAUNCHER = ("import os, sys\nopen('SHADOWED', 'w').write('imported from the submission folder')\n"
+            "here = os.path.dirname(os.path.abspath(__file__))\n"
+            "sys.path = [p for p in sys.path if os.path.abspath(p or '.') != here]\n"
+            "sys.argv.append('--IPKernelApp.exec_lines=get_ipython().input_transformers_cleanup.append(lambda l: [])')\n"
+            "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n")
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+class Listener:
+    """A TCP server on the host's loopback that counts connections."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+                self.connections += 1
+                conn.close()
+            except OSError:
+                pass
+
+
+def _write(folder: Path, nb) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "timestamp.txt").write_text("2030-01-01 10:00:00.000000 UTC")
+    if nb is not None:
+        nbformat.write(nb, str(folder / NB))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    listener = Listener()
+    course = sandbox(tmp_path_factory.mktemp("hostile") / "course",
+                     extra_config="\nc.SandboxKernelManager.memory_limit_mb = 1024\n")
+    A.write(course / "source" / QUIZ / "quiz.ipynb", quiz_cells())
+    nbgrader(["generate_assignment", QUIZ, "--force"], cwd=course)
+    release = nbformat.read(str(course / "release" / LESSON / NB), as_version=4)
+    source = nbformat.read(str(course / "source" / LESSON / NB), as_version=4)
+    untouched = nbformat.reads(nbformat.writes(release), as_version=4)
+
+    def base(**over):
+        return submission_from(release, source, over)
+
+    for student, add in cheats(course, listener.port).items():
+        nb = nbformat.reads(nbformat.writes(untouched), as_version=4)
+        next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "add").source = add
+        _write(course / "submitted" / student / LESSON, nb)
+    for student in ("good_a", "good_b"):
+        _write(course / "submitted" / student / LESSON, base())
+    _write(course / "submitted" / "vandal" / LESSON, base(add=vandal(course, listener.port)))
+    _write(course / "submitted" / "memory_bomb" / LESSON, base(add="blob = bytearray(3 * 2**30)\n" + ADD))
+    shadow = course / "submitted" / "shadow_launcher" / LESSON
+    _write(shadow, untouched)
+    (shadow / "ipykernel_launcher.py").write_text(LAUNCHER)
+    link = course / "submitted" / "symlinked" / LESSON
+    _write(link, None)
+    (link / NB).symlink_to(course / "source" / LESSON / NB)
+    extra = course / "submitted" / "symlinked_data" / LESSON
+    _write(extra, base())
+    (extra / "data.csv").symlink_to("/etc/hostname")
+    edited_roles = base()
+    for cell in edited_roles.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") == "mul":        # a solution cell marked as graded, without points
+            meta["grade"] = True
+        if meta.get("grade_id") == "add_test":   # a test cell marked as a solution worth 20
+            meta.update(solution=True, points=20)
+    _write(course / "submitted" / "edited_roles" / LESSON, edited_roles)
+    renamed = course / "submitted" / "renamed" / LESSON
+    _write(renamed, None)
+    nbformat.write(base(), str(renamed / "tiny-Copy1.ipynb"))
+
+    quiz_release = nbformat.read(str(course / "release" / QUIZ / "quiz.ipynb"), as_version=4)
+    quiz_source = nbformat.read(str(course / "source" / QUIZ / "quiz.ipynb"), as_version=4)
+    for student, answer in QUIZ_ANSWERS.items():
+        folder = course / "submitted" / student / QUIZ
+        folder.mkdir(parents=True)
+        nbformat.write(submission_from(quiz_release, quiz_source, {"q1_answer": answer}), str(folder / "quiz.ipynb"))
+
+    before = {"submitted": _digest(course / "submitted"), "source": _digest(course / "source")}
+    run = grade_lessons(course, [LESSON, QUIZ], workers=2, cell_timeout=20)
+    time.sleep(0.5)
+    listener.stop = True
+    lingering = [p.pid for p in psutil.process_iter(["cmdline"]) if f"LINGER-{TAG}" in " ".join(p.info["cmdline"] or [])]
+    planted = [str(p) for p in PLANTED if p.exists()]
+    for p in PLANTED:
+        if p.exists():
+            p.unlink()
+    for pid in lingering:
+        psutil.Process(pid).kill()
+    outcomes = {(o.lesson, o.student): o for o in run.outcomes}
+    yield course, outcomes, before, lingering, planted, listener
+
+
+def _cells(course: Path, lesson: str, student: str) -> dict[str, float]:
+    s = course_settings(course)
+    return {r.cell: r.score for r in read_scores_url(s.db_url, s.course_id, [lesson]) if r.student == student}
+
+
+def _total(course: Path, lesson: str, student: str) -> float:
+    return sum(_cells(course, lesson, student).values())
+
+
+@pytest.mark.parametrize("student", ["input_transformer", "ast_transformer", "exception_handler",
+                                     "print_keeps_quiet", "secret_reader", "shadow_launcher"])
+def test_no_cheat_earns_a_point(graded, student):
+    course, outcomes, *_ = graded
+    assert _total(course, LESSON, student) == 0, outcomes[(LESSON, student)].line()
+
+
+@pytest.mark.parametrize("student", ["input_transformer", "ast_transformer", "exception_handler"])
+def test_tampering_is_reported_for_review(graded, student):
+    _, outcomes, *_ = graded
+    assert "REVIEW" in " ".join(outcomes[(LESSON, student)].notes), outcomes[(LESSON, student)].line()
+
+
+@pytest.mark.parametrize("student", ["print_keeps_quiet", "secret_reader", "vandal"])
+def test_code_that_reaches_into_the_kernel_or_processes_is_flagged_before_it_runs(graded, student):
+    _, outcomes, *_ = graded
+    assert any(n.startswith("REVIEW: cell 'add' reaches into") for n in outcomes[(LESSON, student)].notes)
+
+
+@pytest.mark.parametrize("student", ["good_a", "fair_shadows_sum"])
+def test_fair_code_is_not_flagged(graded, student):
+    _, outcomes, *_ = graded
+    lesson = QUIZ if student.startswith("fair") else LESSON
+    assert not any("REVIEW" in n for n in outcomes[(lesson, student)].notes)
+
+
+def test_the_secret_reader_found_nothing(graded):
+    course, *_ = graded
+    nb = nbformat.read(str(course / "autograded" / "secret_reader" / LESSON / NB), as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "FOUND []" in text
+
+
+def test_a_module_in_the_submission_folder_is_never_imported(graded):
+    course, *_ = graded
+    assert not (course / "autograded" / "shadow_launcher" / LESSON / "SHADOWED").exists()
+
+
+@pytest.mark.parametrize("student", ["str_subclass", "str_rebound", "type_rebound", "isinstance_rebound"])
+def test_forged_quiz_answers_score_zero(graded, student):
+    course, outcomes, *_ = graded
+    assert _total(course, QUIZ, student) == 0, outcomes[(QUIZ, student)].line()
+
+
+@pytest.mark.parametrize("student", ["fair_quiz", "fair_shadows_sum"])
+def test_fair_quiz_answers_score(graded, student):
+    course, outcomes, *_ = graded
+    assert _total(course, QUIZ, student) == 1, outcomes[(QUIZ, student)].line()
+
+
+@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed", "edited_roles"])
+def test_fair_work_gets_full_marks(graded, student):
+    course, outcomes, *_ = graded
+    assert _total(course, LESSON, student) == 6, outcomes[(LESSON, student)].line()
+
+
+def test_nothing_outside_the_work_folder_changed(graded):
+    course, _, before, _, planted, _ = graded
+    assert _digest(course / "submitted") == before["submitted"]
+    assert _digest(course / "source") == before["source"]
+    assert planted == []
+
+
+def test_no_process_outlives_grading_and_no_network(graded):
+    _, _, _, lingering, _, listener = graded
+    assert lingering == []
+    assert listener.connections == 0
+
+
+def test_memory_bomb_is_stopped_and_costs_only_its_cell(graded):
+    course, outcomes, *_ = graded
+    assert _cells(course, LESSON, "memory_bomb") == {"add_test": 0, "mul_test": 3, "sub_test": 1}, \
+        outcomes[(LESSON, "memory_bomb")].line()
+
+
+def test_symlinks_are_refused_with_a_reason(graded):
+    _, outcomes, *_ = graded
+    o = outcomes[(LESSON, "symlinked")]
+    assert o.status == "zero" and "symbolic link" in o.reason, o.line()
+    assert "refused" in " ".join(outcomes[(LESSON, "symlinked_data")].notes)
+
+
+def test_edited_cell_roles_are_restored_and_reported(graded):
+    course, outcomes, *_ = graded
+    o = outcomes[(LESSON, "edited_roles")]
+    assert _cells(course, LESSON, "edited_roles") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "cell 'mul' had its nbgrader role edited" in " ".join(o.notes)
+
+
+def test_a_notebook_under_another_name_is_graded_and_reported(graded):
+    _, outcomes, *_ = graded
+    assert "graded tiny-Copy1.ipynb" in " ".join(outcomes[(LESSON, "renamed")].notes)
+
+
+# --- the same protection for plain nbgrader, and no grading without it ------------------------
+
+def test_plain_nbgrader_autograde_is_sandboxed_and_fails_closed(tmp_path):
+    course = sandbox(tmp_path / "course")
+    release = nbformat.read(str(course / "release" / LESSON / NB), as_version=4)
+    for student, add in cheats(course, 9).items():
+        if student in ("secret_reader", "input_transformer"):
+            nb = nbformat.reads(nbformat.writes(release), as_version=4)
+            next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "add").source = add
+            _write(course / "submitted" / student / LESSON, nb)
+    nbgrader(["autograde", LESSON, "--force"], cwd=course)
+    s = course_settings(course)
+    rows = read_scores_url(s.db_url, s.course_id, [LESSON])
+    assert {r.student for r in rows} == {"secret_reader", "input_transformer"}
+    assert sum(r.score for r in rows) == 0
+
+    # where bubblewrap cannot run, nothing is graded, and the command says why
+    proc = nbgrader(["autograde", LESSON, "--force", "--SandboxKernelManager.bwrap=no-such-bwrap"],
+                    cwd=course, check=False)
+    assert proc.returncode != 0 and "sandbox cannot run" in proc.stdout + proc.stderr
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write("\nc.SandboxKernelManager.bwrap = 'no-such-bwrap'\n")
+    with pytest.raises(ToolError, match="sandbox cannot run.*enabled = False"):
+        grade_lessons(course, [LESSON], workers=1, quiet=True)
+
+
+@pytest.mark.parametrize("mode", ["signal", "message"])
+def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
+    from utils.sandbox import SandboxKernelManager
+
+    async def run():
+        km = SandboxKernelManager(interrupt_with=mode)
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=60)
+            msg_id = kc.execute("import os, time\nprint(os.getuid(), flush=True)\nwhile True:\n    time.sleep(0.01)",
+                                stop_on_error=False)   # as nbgrader asks: later requests are not aborted
+            while True:   # the loop is running once the uid is printed
+                msg = await kc.get_iopub_msg(timeout=30)
+                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+                    uid = msg["content"]["text"].strip()
+                    break
+            await km.interrupt_kernel()
+            while True:
+                reply = await kc.get_shell_msg(timeout=20)
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    break
+            after = await kc.execute_interactive("x = 1", timeout=20, stop_on_error=False)
+            return reply["content"], after["content"]["status"], uid
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+
+    content, status, uid = asyncio.run(run())
+    assert uid == "65534"
+    assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
+    assert status == "ok"   # the kernel survived the interrupt
+
+
+def test_the_builtins_a_test_relies_on_are_read_from_its_code():
+    from utils.nbgrader_plugins import builtin_names
+
+    names = builtin_names("if __name__:\n    pass\nfor _ in range(2):\n    assert type(q1) is str and abs(x) < 1")
+    assert names == ("abs", "range", "str", "type")   # module dunders and `_` are the kernel's own
+
+
+@pytest.mark.parametrize("code, flagged", [
+    ("def add(a, b):\n    return a + b", []),
+    ("%timeit add(1, 2)\nimport numpy as np", []),
+    ("get_ipython().input_transformers_cleanup.append(f)", ["get_ipython"]),
+    ("import sys\nsys.modules['x'] = 1", ["sys.modules"]),
+    ("().__class__.__mro__[1].__subclasses__()", ["__mro__", "__subclasses__"]),
+    ("!cat /etc/passwd", ["get_ipython"]),
+    ("import ctypes\n%timeit -n 1 f()", ["ctypes"]),
+])
+def test_the_static_read_flags_only_reaching_into_the_interpreter(code, flagged):
+    from utils.review import reaches_into
+
+    found = reaches_into(code)
+    assert set(flagged) <= set(found) if flagged else found == []
+
+
+def _cgroups_here() -> bool:
+    from utils.sandbox import pids_cgroup, remove_cgroup
+
+    group = pids_cgroup(10)
+    remove_cgroup(group)
+    return group is not None
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not _cgroups_here(),
+                    reason="grading as root without a pids cgroup: Linux does not enforce RLIMIT_NPROC for root")
+def test_a_process_bomb_is_stopped_by_the_limit(tmp_path):
+    from utils.sandbox import SandboxKernelManager
+
+    spawn = ("import subprocess\nprocs = []\ntry:\n    for i in range(150):\n"
+             "        procs.append(subprocess.Popen(['sleep', '60.25']))\nexcept OSError as err:\n"
+             "    print(type(err).__name__)\nprint(len(procs))")
+
+    async def run():
+        km = SandboxKernelManager(process_limit=40)
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        out = []
+        try:
+            await kc.wait_for_ready(timeout=60)
+            await kc.execute_interactive(spawn, timeout=60, output_hook=lambda m: out.append(
+                m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+        return "".join(out).split()
+
+    lines = asyncio.run(run())
+    assert lines[0] == "BlockingIOError" and int(lines[-1]) < 40, lines
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.25"]]
