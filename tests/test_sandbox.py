@@ -60,7 +60,6 @@ for path in found:
                             "        return ast.Module(body=[ast.Pass()], type_ignores=[])\n"
                             "get_ipython().ast_transformers.append(Nothing())"),
         "exception_handler": "get_ipython().set_custom_exc((BaseException,), lambda *args, **kw: None)",
-        # the course's own one-line report of unwritten stubs must cost nothing (see below)
         "print_keeps_quiet": ("import builtins\nclass Quiet:\n    def __call__(self, *a, **k): pass\n"
                               "builtins.print = Quiet()\nget_ipython().set_custom_exc((Exception,), lambda *a, **k: None)"),
         "secret_reader": find_secrets,
@@ -88,10 +87,7 @@ subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', 'LINGER-
 
 
 def quiz_cells() -> list:
-    # like course.checks.stubs_in_one_line: the lesson's own setup registers an exception handler
-    setup = ("get_ipython().set_custom_exc((NotImplementedError,), lambda self, etype, value, tb, "
-             "tb_offset=None: self._showtraceback(etype, value, ['not written yet']))")
-    return [A.md("# Quiz", "quiz_intro"), A.readonly("quiz_setup", setup),
+    return [A.md("# Quiz", "quiz_intro"),
             A.solution("q1_answer", "### BEGIN SOLUTION\nq1 = 'c'\n### END SOLUTION"),
             A.tests("q1_test", 1, "assert isinstance(q1, str) and q1.strip().lower() in 'abcd', 'one letter'\n"
                     "### BEGIN HIDDEN TESTS\nassert type(q1) is str and q1.strip().lower() == 'c', 'not c'\n"

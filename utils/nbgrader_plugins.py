@@ -86,10 +86,8 @@ def _grading_guard_setup():
                "run_code", "showtraceback", "_showtraceback", "showsyntaxerror", "should_run_async")
     class_methods = {k: getattr(cls, k, None) for k in methods}
     own_methods = {k: vars(ip).get(k) for k in methods}
-    # (custom exception handlers are left alone: the course registers one, and a cell that
-    # raised still fails whatever a handler prints)
     hooks = lambda: (list(ip.input_transformers_cleanup), list(ip.input_transformers_post),
-                     list(ip.ast_transformers))
+                     list(ip.ast_transformers), tuple(ip.custom_exceptions))
     base = hooks()
     def same(a, b):
         return len(a) == len(b) and all(x is y for x, y in zip(a, b))
@@ -100,8 +98,8 @@ def _grading_guard_setup():
                 bad.append("builtins." + name + " was replaced")
             if name in originals and name in g and g[name] is not originals[name]:
                 bad.append("the builtin name '" + name + "' was rebound")
-        for label, a, b in zip(("input transformers", "post-input transformers", "AST transformers"),
-                               hooks(), base):
+        for label, a, b in zip(("input transformers", "post-input transformers", "AST transformers",
+                                "custom exception handlers"), hooks(), base):
             if not same(a, b):
                 bad.append("IPython's " + label + " were changed")
         for k, f in class_methods.items():
