@@ -92,23 +92,8 @@ def measure(fn: Callable[[], object], device: torch.device, warmup: int, repeats
     for _ in range(warmup):
         fn()
     synchronize(device)
-    samples = []
-    for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(calls):
-                fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3 / calls)
-        else:
-            synchronize(device)
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            synchronize(device)
-            samples.append((time.perf_counter() - t0) / calls)
+    timed = timer_for(device, calls)
+    samples = [timed(fn) for _ in range(repeats)]
     return Timing(label, statistics.median(samples), max(samples) - min(samples))
 
 
@@ -195,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write every figure to this JSON file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
-    record: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": _loadavg()}
+    record: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": load_average()}
 
     device = torch.device(args.device) if args.device else pick_device()
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -346,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  target: MFU >= {GPU_PREFILL_MFU_TARGET:.0%} at 2,048 tokens: {verdict} ({mfu:.0%})")
             if verdict == "MISSES":
                 misses.append("prefill")
-    record["load_average_after"] = _loadavg()
+    record["load_average_after"] = load_average()
     record["missed"] = misses
     print(f"\nload average before {record['load_average_before']}, after {record['load_average_after']}")
     if misses:
@@ -357,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if (misses and args.strict) else 0
 
 
-def _loadavg() -> str:
+def load_average() -> str:
     try:
         return " ".join(f"{x:.2f}" for x in os.getloadavg())
     except (OSError, AttributeError):

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from utils.bench import load_average
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
 RECORDS = REPO / "docs" / "gpu-runs"
@@ -36,7 +38,7 @@ def device_facts(gpu: bool) -> dict:
     import torch
 
     facts = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "torch": torch.__version__,
-             "cuda": torch.version.cuda, "python": sys.version.split()[0], "load_average": _loadavg()}
+             "cuda": torch.version.cuda, "python": sys.version.split()[0], "load_average": load_average()}
     if gpu:
         facts["device"] = torch.cuda.get_device_name(0)
         facts["compute_capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
@@ -158,19 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     bench_rc, bench_text = run_bench(gpu, json_path)
     print(bench_text)
     figures = json.loads(json_path.read_text()) if json_path.exists() else None
-    facts["load_average_after"] = _loadavg()
+    facts["load_average_after"] = load_average()
     path = record_path(facts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(facts, cells, bench_rc, bench_text, figures))
     print(f"record written: {path.relative_to(REPO)}")
     return 1 if (bench_rc != 0 or any(c["error"] for c in cells)) else 0
-
-
-def _loadavg() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except (OSError, AttributeError):
-        return "unknown"
 
 
 if __name__ == "__main__":
