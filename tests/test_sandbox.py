@@ -11,6 +11,7 @@ to prove that it ran to its end in an untampered kernel (utils/nbgrader_plugins.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import os
 import secrets
@@ -37,6 +38,13 @@ PLANTED = [REPO / f"planted-by-a-student-{TAG}.txt", REPO / "course" / f"planted
            Path(f"/tmp/planted-by-a-student-{TAG}")]
 ADD = "def add(a, b):\n    return a + b\n"
 
+
+
+def run_async(coroutine_function):
+    """Run a coroutine to its end on a thread of its own: the browser tests' Playwright keeps an
+    event loop running on the main thread for the whole session, where asyncio.run() refuses."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(coroutine_function())).result()
 
 def cheats(course: Path, port: int) -> dict[str, str]:
     """{student: source of the `add` cell}; the rest of each notebook is the untouched release."""
@@ -372,7 +380,7 @@ def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
             kc.stop_channels()
             await km.shutdown_kernel(now=True)
 
-    content, status, uid = asyncio.run(run())
+    content, status, uid = run_async(run)
     assert uid == "65534"
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
     assert status == "ok"   # the kernel survived the interrupt
@@ -433,6 +441,6 @@ def test_a_process_bomb_is_stopped_by_the_limit(tmp_path):
             await km.shutdown_kernel(now=True)
         return "".join(out).split()
 
-    lines = asyncio.run(run())
+    lines = run_async(run)
     assert lines[0] == "BlockingIOError" and int(lines[-1]) < 40, lines
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.25"]]
