@@ -373,7 +373,30 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     """FLOPs of the matmuls and attention that ``fn(*args, **kwargs)`` runs, as PyTorch's
     FlopCounterMode counts them (a multiply-add is 2 FLOPs). Attention is counted over every key
     it is given, masked or not. FlopCounterMode misses the CPU attention kernel; it is added here."""
+    return count_kernel_flops(fn, *args, **kwargs).total
+
+
+@dataclass(frozen=True)
+class KernelFlops:
+    """A pass's FLOPs split by the two kinds of kernel a transformer block runs one after the other."""
+    matmul: int  # the weight matmuls (projections, MLP, output head): they stream the weights
+    attention: int  # scores and weighted sums over the keys and values: they stream the KV cache
+
+    @property
+    def total(self) -> int:
+        return self.matmul + self.attention
+
+
+def count_kernel_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> KernelFlops:
+    """count_flops, split into the weight matmuls' FLOPs and attention's (every scaled-dot-product
+    attention operator, whichever kernel PyTorch picked)."""
     cpu_attention = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
     with FlopCounterMode(display=False, custom_mapping={cpu_attention: _cpu_attention_flops}) as counter:
         fn(*args, **kwargs)
-    return counter.get_total_flops()
+    attention = matmul = 0
+    for op, flops in counter.get_flop_counts().get("Global", {}).items():
+        if "scaled_dot_product" in str(op) or "attention" in str(op):
+            attention += flops
+        else:
+            matmul += flops
+    return KernelFlops(matmul=int(matmul), attention=int(attention))

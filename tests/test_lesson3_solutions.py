@@ -19,6 +19,7 @@ import torch
 from course.device import synchronize
 from course.models import ModelConfig
 from course.toy_model import build_model
+from course.validate import integers, non_negative, positive, token_ids
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
 TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=97)
@@ -32,7 +33,8 @@ def _cells():
 
 @pytest.fixture(scope="module")
 def solutions() -> dict:
-    namespace = {"math": math, "statistics": statistics, "time": time, "torch": torch, "synchronize": synchronize}
+    namespace = {"math": math, "statistics": statistics, "time": time, "torch": torch, "synchronize": synchronize,
+                 "integers": integers, "non_negative": non_negative, "positive": positive, "token_ids": token_ids}
     for gid, cell in _cells().items():
         if cell.metadata["nbgrader"].get("solution"):
             exec(cell.source, namespace)  # the markers are comments
@@ -60,6 +62,38 @@ def test_time_fn_on_a_real_clock(solutions):
 def test_the_formulas(solutions):
     assert solutions["decode_mbu"](14e9, 0, 0.014, 2e12) == pytest.approx((1e12, 0.5))
     assert solutions["prefill_mfu"](1e12, 2.0, 1e12) == pytest.approx((5e11, 0.5))
+
+
+def test_the_given_argument_checks_name_bad_arguments(solutions):
+    """The stubs check their arguments in given lines (course/validate.py), outside the solution:
+    the released stub keeps them, and no graded cell asks the student for them."""
+    model = build_model(TINY, seed=5)
+    with pytest.raises(ValueError, match="repeats"):
+        solutions["time_fn"](lambda: None, repeats=0)
+    with pytest.raises(ValueError, match="warmup"):
+        solutions["time_fn"](lambda: None, warmup=-1)
+    for generate in (solutions["generate"], solutions["generate_without_cache"]):
+        with pytest.raises(ValueError, match="prompt"):
+            generate(model, torch.zeros((1, 0), dtype=torch.long), 3)
+        with pytest.raises(ValueError, match="n_out"):
+            generate(model, torch.tensor([[1, 2]]), 0)
+    with pytest.raises(ValueError, match="tpot_s"):
+        solutions["decode_mbu"](14e9, 0, 0.0, 2e12)
+    with pytest.raises(ValueError, match="kv_bytes"):
+        solutions["decode_mbu"](14e9, float("nan"), 0.014, 2e12)
+    with pytest.raises(ValueError, match="flops"):
+        solutions["prefill_mfu"](-1.0, 0.03, 989e12)
+    with pytest.raises(ValueError, match="peak_flops_per_s"):
+        solutions["prefill_mfu"](1e12, 0.03, 0.0)
+    for gid, cell in _cells().items():
+        meta = cell.metadata["nbgrader"]
+        if meta.get("solution") and gid != "quiz_answers":
+            given = cell.source.split("### BEGIN SOLUTION")[0]
+            assert re.search(r"\b(integers|non_negative|positive|token_ids)\(", given), f"{gid}: no given argument check"
+            assert "raise ValueError" not in cell.source, f"{gid}: the solution validates by hand"
+        if meta.get("grade"):
+            assert "ValueError" not in cell.source and "check_raises" not in cell.source, \
+                f"{gid} grades input validation: that belongs to the given lines, not the exercise"
 
 
 def test_hidden_tests_stand_alone():

@@ -7,7 +7,7 @@ import torch
 
 from course.models import ModelConfig, get_model_config
 from course import toy_model
-from course.toy_model import ToyTransformer, build_model, count_flops, narrower
+from course.toy_model import ToyTransformer, build_model, count_flops, count_kernel_flops, narrower
 
 TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=101)
 TINY_MHA = ModelConfig("tiny-mha", n_layers=2, d_model=48, n_heads=3, n_kv_heads=3, d_ff=64, vocab_size=37)
@@ -115,6 +115,20 @@ def test_count_flops_counts_matmuls_and_attention():
     token = torch.tensor([[3]])
     step = count_flops(m.decode, token, cache)  # decode: one token, attention over all S slots
     assert step == 2 * linear + TINY.n_layers * 2 * (2 * S * TINY.d_model)
+
+
+def test_count_kernel_flops_splits_the_weight_matmuls_from_attention():
+    m = build_model(TINY)
+    linear = sum(p.numel() for n, p in m.named_parameters() if n.endswith("weight") and "norm" not in n
+                 and "embeddings" not in n)
+    for B, S in [(1, 16), (3, 40)]:
+        cache = m.new_cache(B, S)
+        cache.length = S - 1  # the FLOPs of a step do not depend on what the cache holds
+        split = count_kernel_flops(m.decode, torch.zeros((B, 1), dtype=torch.long), cache)
+        assert split.matmul == B * 2 * linear  # grows with the batch, over the same weights
+        assert split.attention == B * TINY.n_layers * 2 * (2 * S * TINY.d_model)  # every slot, every sequence
+        cache.length = S - 1
+        assert split.total == count_flops(m.decode, torch.zeros((B, 1), dtype=torch.long), cache)
 
 
 def test_decode_weight_bytes_leave_out_the_embedding_table():

@@ -2,6 +2,8 @@
 correct solutions.
 
 Keys are the solution cells' grade_ids; each value is the whole cell as a student would leave it.
+The stubs' given argument checks (course/validate.py) are kept, except by the "loops" variant,
+which deletes them: no grade depends on input validation.
 """
 
 MISTAKES = {
@@ -9,10 +11,8 @@ MISTAKES = {
     "time_fn": '''
 def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
     """Time fn() `repeats` times, after `warmup` untimed calls; durations in seconds."""
-    if warmup < 0:
-        raise ValueError("warmup must be >= 0")
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
+    integers(at_least=0, warmup=warmup)
+    integers(at_least=1, repeats=repeats)
     for _ in range(warmup):
         fn()
     sync()
@@ -28,10 +28,8 @@ def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
     "generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     """Greedy generation of n_out tokens after prompt (B, T)."""
-    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
-        raise ValueError("prompt must be a (B, T) tensor with at least one token")
-    if n_out < 1:
-        raise ValueError("n_out must be at least 1")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
     start = clock()
     token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
@@ -51,14 +49,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     "decode_mbu": '''
 def decode_mbu(weight_bytes, kv_bytes, tpot_s, peak_bytes_per_s):
     """(achieved bytes/s, MBU as a fraction) of one decode step."""
-    if not weight_bytes >= 0:
-        raise ValueError("weight_bytes must be >= 0")
-    if not kv_bytes >= 0:
-        raise ValueError("kv_bytes must be >= 0")
-    if not tpot_s > 0:
-        raise ValueError("tpot_s must be > 0")
-    if not peak_bytes_per_s > 0:
-        raise ValueError("peak_bytes_per_s must be > 0")
+    non_negative(weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    positive(tpot_s=tpot_s, peak_bytes_per_s=peak_bytes_per_s)
     achieved = weight_bytes / tpot_s
     return achieved, achieved / peak_bytes_per_s
 ''',
@@ -66,12 +58,8 @@ def decode_mbu(weight_bytes, kv_bytes, tpot_s, peak_bytes_per_s):
     "prefill_mfu": '''
 def prefill_mfu(flops, prefill_s, peak_flops_per_s):
     """(achieved FLOP/s, MFU as a fraction) of one prefill."""
-    if not flops >= 0:
-        raise ValueError("flops must be >= 0")
-    if not prefill_s > 0:
-        raise ValueError("prefill_s must be > 0")
-    if not peak_flops_per_s > 0:
-        raise ValueError("peak_flops_per_s must be > 0")
+    non_negative(flops=flops)
+    positive(prefill_s=prefill_s, peak_flops_per_s=peak_flops_per_s)
     achieved = flops / prefill_s
     return achieved, 100 * achieved / peak_flops_per_s
 ''',
@@ -79,10 +67,8 @@ def prefill_mfu(flops, prefill_s, peak_flops_per_s):
     "generate_without_cache": '''
 def generate_without_cache(model, prompt, n_out):
     """Greedy generation that recomputes the whole sequence for every token; (B, n_out) ids."""
-    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
-        raise ValueError("prompt must be a (B, T) tensor with at least one token")
-    if n_out < 1:
-        raise ValueError("n_out must be at least 1")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     sequence, out = prompt, []
     for _ in range(n_out):
         token = model.logits_no_cache(sequence).argmax(dim=-1, keepdim=True)
@@ -105,10 +91,8 @@ TIMING_MISTAKES = {
     # The start clock read before new_cache: the cache's allocation is counted in every token's time.
     "start_before_new_cache": ({"generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
-    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
-        raise ValueError("prompt must be a (B, T) tensor with at least one token")
-    if n_out < 1:
-        raise ValueError("n_out must be at least 1")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     sync()
     start = clock()
     cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
@@ -127,10 +111,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     # No sync() anywhere: every clock read sees only the launches (all times come out 0 on the fake).
     "never_synchronised": ({"generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
-    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
-        raise ValueError("prompt must be a (B, T) tensor with at least one token")
-    if n_out < 1:
-        raise ValueError("n_out must be at least 1")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
     start = clock()
     token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
@@ -147,10 +129,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     "tpot_over_all_tokens": ({"generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     """Greedy generation of n_out tokens after prompt (B, T)."""
-    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
-        raise ValueError("prompt must be a (B, T) tensor with at least one token")
-    if n_out < 1:
-        raise ValueError("n_out must be at least 1")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
     sync()
     start = clock()
@@ -169,10 +149,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     # time_fn synchronises after fn but reads the start clock with the previous work still queued.
     "time_fn_start_unsynchronised": ({"time_fn": '''
 def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
-    if warmup < 0:
-        raise ValueError("warmup must be >= 0")
-    if repeats < 1:
-        raise ValueError("repeats must be >= 1")
+    integers(at_least=0, warmup=warmup)
+    integers(at_least=1, repeats=repeats)
     for _ in range(warmup):
         fn()
     times = []
@@ -193,10 +171,8 @@ VARIANTS = {
 import numpy as np
 
 def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
-    if warmup < 0:
-        raise ValueError(f"warmup cannot be negative: {warmup}")
-    if repeats <= 0:
-        raise ValueError(f"repeats must be at least 1: {repeats}")
+    integers(at_least=0, warmup=warmup)
+    integers(at_least=1, repeats=repeats)
     for i in range(warmup):
         fn()
     sync()
@@ -210,10 +186,8 @@ def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
 ''',
         "generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
-    if not torch.is_tensor(prompt) or prompt.dim() != 2 or prompt.size(1) == 0:
-        raise ValueError(f"prompt: need a (B, T) tensor with T >= 1")
-    if n_out <= 0:
-        raise ValueError(f"n_out must be positive, got {n_out}")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     B, T = prompt.shape
     cache = model.new_cache(batch_size=B, max_seq_len=T + n_out)
     tokens = torch.zeros((B, n_out), dtype=torch.long, device=prompt.device)
@@ -233,28 +207,20 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
 ''',
         "decode_mbu": '''
 def decode_mbu(weight_bytes, kv_bytes, tpot_s, peak_bytes_per_s):
-    for name, value, strictly in [("weight_bytes", weight_bytes, False), ("kv_bytes", kv_bytes, False),
-                                  ("tpot_s", tpot_s, True), ("peak_bytes_per_s", peak_bytes_per_s, True)]:
-        if math.isnan(value) or value < 0 or (strictly and value == 0):
-            raise ValueError(f"bad {name}: {value}")
+    non_negative(weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    positive(tpot_s=tpot_s, peak_bytes_per_s=peak_bytes_per_s)
     return (weight_bytes + kv_bytes) / tpot_s, (weight_bytes + kv_bytes) / (tpot_s * peak_bytes_per_s)
 ''',
         "prefill_mfu": '''
 def prefill_mfu(flops, prefill_s, peak_flops_per_s):
-    if math.isnan(flops) or flops < 0:
-        raise ValueError("flops")
-    if math.isnan(prefill_s) or prefill_s <= 0:
-        raise ValueError("prefill_s")
-    if math.isnan(peak_flops_per_s) or peak_flops_per_s <= 0:
-        raise ValueError("peak_flops_per_s")
+    non_negative(flops=flops)
+    positive(prefill_s=prefill_s, peak_flops_per_s=peak_flops_per_s)
     return flops / prefill_s, flops / (prefill_s * peak_flops_per_s)
 ''',
         "generate_without_cache": '''
 def generate_without_cache(model, prompt, n_out):
-    if not torch.is_tensor(prompt) or prompt.dim() != 2 or prompt.shape[-1] == 0:
-        raise ValueError("prompt must hold at least one token per sequence")
-    if n_out <= 0:
-        raise ValueError("n_out must be positive")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
     new = []
     for _ in range(n_out):
         ids = torch.cat([prompt] + new, dim=1)
@@ -268,14 +234,11 @@ q3 = "c"
 q4 = "a"
 ''',
     },
-    # Plain loops everywhere: a hand-written median, a running list of generated tokens.
+    # Plain loops everywhere: a hand-written median, a running list of generated tokens; the given
+    # argument checks deleted (they are not graded).
     "loops": {
         "time_fn": '''
 def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
-    if type(warmup) is not int or warmup < 0:
-        raise ValueError("warmup must be a non-negative integer")
-    if type(repeats) is not int or repeats < 1:
-        raise ValueError("repeats must be a positive integer")
     i = 0
     while i < warmup:
         fn()
@@ -295,10 +258,6 @@ def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
 ''',
         "generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
-    if not isinstance(prompt, torch.Tensor) or len(prompt.shape) != 2 or prompt.shape[1] == 0:
-        raise ValueError("bad prompt")
-    if n_out < 1:
-        raise ValueError("bad n_out")
     cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out - 1)
     sync()
     start = clock()
@@ -322,10 +281,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     "synced_helper": {
         "time_fn": '''
 def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
-    if not (isinstance(warmup, int) and warmup >= 0):
-        raise ValueError(f"warmup={warmup!r}: need an integer >= 0")
-    if not (isinstance(repeats, int) and repeats >= 1):
-        raise ValueError(f"repeats={repeats!r}: need an integer >= 1")
+    integers(at_least=0, warmup=warmup)
+    integers(at_least=1, repeats=repeats)
 
     def now():
         sync()
@@ -342,10 +299,8 @@ def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
 ''',
         "generate": '''
 def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
-    if not isinstance(prompt, torch.Tensor) or prompt.ndim != 2 or prompt.shape[1] < 1:
-        raise ValueError("prompt must be (B, T) with T >= 1")
-    if not isinstance(n_out, int) or n_out < 1:
-        raise ValueError("n_out must be >= 1")
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
 
     def now():
         sync()
