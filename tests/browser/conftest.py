@@ -80,8 +80,10 @@ def course_copy(tmp_path_factory) -> tuple[Path, Lesson]:
     listing every lesson, and lesson 1 in it."""
     from nbgrader.api import Gradebook
 
+    from utils.coursedir import scratch_config
+
     root = tmp_path_factory.mktemp("course")
-    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    scratch_config(root)  # the course's settings, but a gradebook of its own, never the instructor's
     skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
     for folder in ("source", "release"):
         if (REPO / folder).is_dir():
@@ -220,9 +222,12 @@ def stop_lab(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def _course_nbgrader_config(exchange: Path) -> str:
-    """What a deployment installs for everyone: the course's nbgrader settings and its exchange."""
-    return (REPO / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
+def _course_nbgrader_config(base: Path, exchange: Path) -> str:
+    """What a deployment installs for everyone: the course's nbgrader settings and its exchange
+    (with a throwaway gradebook, so that a test never reaches the instructor's)."""
+    from utils.coursedir import scratch_config
+
+    return scratch_config(base / "course-config", extra=f"c.Exchange.root = {str(exchange)!r}\n").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +240,7 @@ def student_lab(course_copy, tmp_path_factory):
     shutil.copytree(lesson.release_nb.parent, exchange / COURSE_ID / "outbound" / lesson.name)
     home_root = base / "work"
     shutil.copytree(lesson.release_nb.parent, home_root / lesson.name)
-    server = start_lab(base, home_root, _course_nbgrader_config(exchange))
+    server = start_lab(base, home_root, _course_nbgrader_config(base, exchange))
     yield server
     stop_lab(server.proc)
 
