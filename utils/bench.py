@@ -37,7 +37,8 @@ from typing import Callable
 import torch
 
 from course.device import (describe, detect_hardware, dtype_name, held_against, interleave, matmul_probe,
-                           matvec_probe, model_dtype, pick_device, read_probe, set_cpu_threads, synchronize)
+                           matvec_probe, model_dtype, pick_device, read_probe, set_cpu_threads, synchronize,
+                           timed_call)
 from course.toy_model import ToyTransformer, aten_ops, attention_kernels, build_model, count_flops, launches
 
 CPU_DECODE_TARGET = 0.80  # of bare matrix-vector products over the same weights, same run
@@ -68,12 +69,7 @@ def timer_for(device: torch.device, calls: int = 1) -> Callable[[Callable[[], ob
             end.record()
             end.synchronize()
             return start.elapsed_time(end) / 1e3 / calls
-        synchronize(device)
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        synchronize(device)
-        return (time.perf_counter() - t0) / calls
+        return timed_call(lambda: [fn() for _ in range(calls)], device) / calls
     return timed
 
 

@@ -24,7 +24,7 @@ import nbformat
 
 from utils.coursedir import (BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, REPO, ToolError,
                              graded_cells, nbgrader, nbgrader_meta, read_scores, resolve_lessons,
-                             scratch_course, source_notebook)
+                             log_tail, scratch_course, source_notebook)
 
 REFERENCE, RELEASE = "reference-solution", "untouched-release"
 MIN_SECRET_LEN = 12  # shorter lines ("return x", "q1 = 'b'") are too generic to search for
@@ -72,7 +72,7 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
         for student in submissions:
             if student not in result.scores:
                 result.problems.append(f"{lesson}: the {student} submission was not graded "
-                                       f"(autograde failed):\n{_tail(result.log)}")
+                                       f"(autograde failed):\n{log_tail(result.log, 15)}")
         for cell in graded:
             score, max_score = result.scores.get(REFERENCE, {}).get(cell, (0.0, None))
             if max_score is not None and score < max_score:
@@ -89,9 +89,6 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
     result.seconds = time.perf_counter() - start
     return result
 
-
-def _tail(text: str, lines: int = 15) -> str:
-    return "\n".join("    " + l for l in text.strip().splitlines()[-lines:])
 
 
 def _compare_release(lesson: str, fresh: Path, committed: Path) -> list[str]:

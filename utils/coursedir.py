@@ -109,6 +109,11 @@ def _safe_sid(p) -> int | None:
         return None
 
 
+def log_tail(text: str, lines: int = 8) -> str:
+    """The last `lines` lines of a tool's log, indented under the message that quotes them."""
+    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+
+
 def nbgrader(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
     """Run one nbgrader command in course directory `cwd`; raise ToolError when it fails (check)."""
     rc, log, _ = run_nbgrader(args, cwd)

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import (REPO, ToolError, lessons, nbgrader_meta, resolve_lessons,
+from utils.coursedir import (REPO, ToolError, log_tail, lessons, nbgrader_meta, resolve_lessons,
                              run_nbgrader, score_table, source_notebook)
 from utils.nbgrader_plugins import parse_events
 from utils.review import review
@@ -558,7 +558,7 @@ def _feedback(g: Grading, lesson: str) -> None:
     if rc != 0:
         g.run.logs[f"{lesson}/feedback"] = log
         g.run.failures.append(f"{lesson}: nbgrader generate_feedback failed (exit {rc}); "
-                              f"see autograde.log:\n{_tail(log)}")
+                              f"see autograde.log:\n{log_tail(log)}")
 
 
 def _report(g: Grading, lesson: str, outcomes: dict[str, Outcome]) -> None:
@@ -587,7 +587,7 @@ def _export(g: Grading) -> None:
         g.say(f"wrote {csv} and feedback/ (HTML per student and lesson)")
     else:
         g.run.logs["export"] = log
-        g.run.failures.append(f"nbgrader export failed (exit {rc}), grades.csv not written:\n{_tail(log)}")
+        g.run.failures.append(f"nbgrader export failed (exit {rc}), grades.csv not written:\n{log_tail(log)}")
 
 
 def _cpu_slots(workers: int) -> "queue.Queue | None":
@@ -604,9 +604,6 @@ def _cpu_slots(workers: int) -> "queue.Queue | None":
         slots.put(set(cpus[i * share:(i + 1) * share]))
     return slots
 
-
-def _tail(log: str, lines: int = 8) -> str:
-    return "\n".join("    " + l for l in log.strip().splitlines()[-lines:])
 
 
 def _last(per_student: dict[str, str]) -> str | None:
