@@ -3,9 +3,11 @@
 - at most 2,500 words of text (markdown cells, split on whitespace), and the expected time stated
   in the first cell;
 - no word a student must not read ("seed") in the release;
-- at most one fifth of the hidden assertions check input validation (an `except ValueError` in a
-  hidden test, or a call of a `_rejects(...)` helper, counts as one), so a right formula without a
-  NaN check keeps its points;
+- at most one graded cell in five checks input validation, so a right formula without a NaN
+  check keeps its points; hidden tests only observe (no assert, no expected value), quizzes have
+  no hidden part;
+- Llama-2-70B's N (without the embedding table) and every number built on it, from the shapes;
+  the conventions stated, the quiz rule where students answer, no words from elsewhere;
 - every graded test cell wraps its visible checks in `checking(...)`, and the visible checks pass
   a numpy array where the hidden tests do.
 """
@@ -50,14 +52,67 @@ def test_no_seed_where_students_read():
 
 
 def test_graded_on_ideas_not_on_validation(source):
-    validation = total = 0
+    """At most one graded cell in five checks input validation, so a right formula without a NaN
+    check keeps its points."""
+    cells = graded(source)
+    validation = [nbgrader_meta(c)["grade_id"] for c in cells if "check_raises(" in c.source or "ValueError" in c.source]
+    assert len(validation) <= len(cells) / 5, f"graded cells on validation: {validation}"
+
+
+def test_hidden_tests_observe_and_never_judge(source):
+    """Hidden parts pass inputs and observe results: no assert, no expected value or formula; the
+    quiz cells have no hidden part (check_choice's observation is the answer)."""
     for cell in graded(source):
-        hidden = split(cell)[1]
-        helper_calls = len(re.findall(r"^\s*_rejects\(", hidden, flags=re.M))  # a helper asserting a ValueError
-        helper_defs = len(re.findall(r"^\s*def _rejects\(", hidden, flags=re.M))
-        validation += helper_calls + len(re.findall(r"except ValueError", hidden)) - helper_defs
-        total += helper_calls + len(re.findall(r"^\s*(assert\b|raise AssertionError)", hidden, flags=re.M))
-    assert total and validation <= total / 5, f"{validation} of {total} hidden assertions check validation"
+        visible, hidden = split(cell)
+        grade_id = nbgrader_meta(cell)["grade_id"]
+        if grade_id.startswith("quiz_"):
+            assert BEGIN_HIDDEN not in cell.source and "check_choice(" in visible, grade_id
+            continue
+        assert "from course.observe import observe" in hidden, f"{grade_id}: observe not imported in the hidden part"
+        assert re.search(r"^\s*observe\(", hidden, flags=re.M), f"{grade_id}: the hidden part observes nothing"
+        assert not re.search(r"^\s*(assert|raise)\b", hidden, flags=re.M), f"{grade_id}: the hidden part judges"
+        assert not re.search(r"isclose|allclose|\bwant\b|expected", hidden), f"{grade_id}: an expected value in hidden code"
+
+
+def llama_2_70b_counts() -> tuple[int, int]:
+    """(all parameters, N without the token-embedding table) of Llama-2-70B, from its shapes."""
+    from course.models import PRESETS
+
+    m = PRESETS["llama-2-70b"]
+    kv = m.n_kv_heads * m.head_dim
+    per_layer = 2 * m.d_model * m.d_model + 2 * m.d_model * kv + 3 * m.d_model * m.d_ff + 2 * m.d_model
+    embedding = m.vocab_size * m.d_model
+    total = embedding + m.n_layers * per_layer + m.d_model + m.vocab_size * m.d_model  # + final norm, output head
+    return total, total - embedding
+
+
+def test_numbers_follow_from_the_model_shapes(source):
+    """N without the embedding table, and every number that depends on it, in text and checks."""
+    total, n = llama_2_70b_counts()
+    assert total == 68_976_648_192  # the released checkpoint's parameter count
+    kv, bf16, tpot = 2 * 80 * 8 * 128 * 2, 2, 0.030
+    text = "\n".join(c.source for c in source.cells)
+    code = "\n".join(c.source for c in source.cells if c.cell_type == "code")
+    assert f"{total:,}" in text and f"{n:,}" in text and f"{total - n:,}" in text
+    assert f"{kv:_}" in code and "327{,}680" in text
+    assert "68_976_648_192" not in code and code.count(f"{n:_}") == 3, "N_70B is N in every code cell"
+    decode_bytes = n * bf16 + 1000 * kv
+    for literal in (2 * n, 2 * n * 1000, n * bf16, decode_bytes):
+        assert f"{literal:_}" in code, literal
+    mbu = decode_bytes / (4 * 2.039e12) / tpot
+    assert f"{100 * mbu:.1f} %" in text, f"the example's MBU is {mbu:.2%}"
+    assert f"N \\approx {1e-9 * n:.1f}$ billion" in text
+
+
+def test_conventions_stated_and_no_words_from_elsewhere(source):
+    markdown = [c.source for c in source.cells if c.cell_type == "markdown"]
+    text = "\n".join(markdown).lower()
+    assert "conventions used in all three lessons" in text
+    quiz = next(m for m in markdown if "Checkpoint quiz" in m)
+    assert "one letter in quotes" in quiz and "case and surrounding spaces are ignored" in quiz
+    for phrase in ("its own module", "later module", "the references", "references predict"):
+        assert phrase not in text, phrase
+    assert "about $s$ flop/byte only while" in text  # prefill's intensity, with its condition
 
 
 def test_visible_checks_in_checking_and_with_the_hidden_tests_input_types(source):

@@ -3,7 +3,8 @@
 Keys are the solution cells' grade_ids; each value is the whole cell as a student would leave it.
 Each mistake is a misconception the lesson teaches against and must lose the points of its idea
 only (one graded cell each):
-  request_metrics      TPOT averaged over all n tokens, not the n - 1 gaps     -> request_metrics_tpot
+  request_metrics      TPOT averaged over all n tokens, not the n - 1 gaps
+                       (one token handled: NaN)                                -> request_metrics_tpot
   token_arrival_times  a decode pass charged to the first token as well        -> token_arrivals_first_last
   flops_and_bytes      one FLOP per multiply-add; the decode step's bytes
                        leave out the KV cache it reads                         -> phase_flops, phase_bytes
@@ -14,11 +15,10 @@ MISTAKES = {
     "request_metrics": '''
 def request_metrics(send_time_s, token_times_s):
     times = as_token_times(send_time_s, token_times_s)
-    if len(times) < 2:
-        raise ValueError("TPOT is undefined for one token")
     ttft = times[0] - send_time_s
     e2e = times[-1] - send_time_s
-    return {"ttft_s": ttft, "tpot_s": e2e / len(times), "e2e_s": e2e}
+    tpot = e2e / len(times) if len(times) > 1 else float("nan")
+    return {"ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 ''',
     "token_arrival_times": '''
 def token_arrival_times(prompt_tokens, output_tokens, prefill_tokens_per_s, tpot_s, queue_s=0.0):
@@ -58,8 +58,8 @@ VARIANTS = {
         "request_metrics": '''
 def request_metrics(send_time_s, token_times_s):
     times = list(token_times_s)
-    if len(times) == 1:
-        raise ValueError("one token: TPOT is undefined")
+    if len(times) == 1:  # one token, no gap: TPOT is NaN
+        return {"ttft_s": times[0] - send_time_s, "tpot_s": float("nan"), "e2e_s": times[0] - send_time_s}
     gaps = []
     for earlier, later in zip(times, times[1:]):
         gaps.append(later - earlier)
@@ -114,9 +114,8 @@ q3 = "d"
         "request_metrics": '''
 def request_metrics(send_time_s, token_times_s):
     t = as_token_times(send_time_s, token_times_s)
-    if t.size < 2:
-        raise ValueError(f"{t.size} token: TPOT needs two or more")
-    return {"ttft_s": t[0] - send_time_s, "tpot_s": np.diff(t).mean(), "e2e_s": t[-1] - send_time_s}
+    tpot = np.diff(t).mean() if t.size > 1 else np.float64(np.nan)
+    return {"ttft_s": t[0] - send_time_s, "tpot_s": tpot, "e2e_s": t[-1] - send_time_s}
 ''',
         "token_arrival_times": '''
 def token_arrival_times(prompt_tokens, output_tokens, prefill_tokens_per_s, tpot_s, queue_s=0.0):
@@ -153,13 +152,13 @@ def request_metrics(send_time_s, token_times_s):
     times = [float(t) for t in token_times_s]
     if not times:
         raise ValueError("token_times_s is empty")
-    if len(times) < 2:
-        raise ValueError("token_times_s: TPOT is undefined for a single output token")
     if any(t != t for t in times) or times[0] < send_time_s:
         raise ValueError("token_times_s holds NaN or starts before send_time_s")
-    return {"ttft_s": times[0] - send_time_s,
-            "tpot_s": (times[-1] - times[0]) / (len(times) - 1),
-            "e2e_s": times[-1] - send_time_s}
+    if len(times) < 2:
+        tpot = math.nan  # a single output token has no gap
+    else:
+        tpot = (times[-1] - times[0]) / (len(times) - 1)
+    return {"ttft_s": times[0] - send_time_s, "tpot_s": tpot, "e2e_s": times[-1] - send_time_s}
 ''',
     },
 }
