@@ -1,7 +1,9 @@
 """Sample answers for lesson 2, keyed by solution-cell grade_id.
 
 MISTAKES: one plausible wrong answer per exercise (applied together, the submission must score
-strictly between zero and full marks, and each loses only its own exercise's points). VARIANTS:
+strictly between zero and full marks, and each loses only its own exercise's points).
+MORE_MISTAKES: further misconceptions, name -> (solution cell, source), each graded on its own and
+losing only its cell's points. VARIANTS:
 other correct solutions (loops, other formulas, reusing earlier functions, other plotting calls,
 the approximate n^2/2 causal count); each must keep full marks.
 """
@@ -87,6 +89,13 @@ def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
     ax.set_ylabel("attainable FLOP/s")
     return ax
 ''',
+    # The new prompt's first token after its prefill alone, forgetting that each chunk's step also
+    # runs the decode batch.
+    "prefill_interference": '''
+def prefill_interference(decode_s, prefill_s, chunks=1):
+    step_s = decode_s + prefill_s / chunks
+    return {"step_s": step_s, "slowdown": step_s / decode_s, "ttft_s": prefill_s}
+''',
     # q1: attention's share of the FLOPs, not of the time.
     "quiz_answers": '''
 q1 = "a"
@@ -94,6 +103,30 @@ q2 = "d"
 q3 = "a"
 q4 = "c"
 ''',
+}
+
+MORE_MISTAKES = {
+    # Compute-bound whenever the intensity is above 1 FLOP/byte, ignoring the ridge.
+    "bound_above_one_flop_per_byte": ("roofline", '''
+def ridge_point(peak_flops_per_s, bandwidth_bytes_per_s):
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
+    return min(peak_flops_per_s, intensity * bandwidth_bytes_per_s)
+
+
+def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
+    c, m = flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s
+    return {"compute_s": c, "memory_s": m, "floor_s": max(c, m), "no_overlap_s": c + m,
+            "bound": "compute" if flops / nbytes > 1 else "memory"}
+'''),
+    # A token does not attend to itself: n(n-1)/2 pairs in prefill, c positions in decode.
+    "attention_without_the_diagonal": ("attention_flops", '''
+def attention_flops(cfg, new_tokens, cached_tokens=0):
+    d_attn = cfg.n_heads * cfg.head_dim
+    return 4 * cfg.n_layers * d_attn * (new_tokens * cached_tokens + new_tokens * (new_tokens - 1) / 2)
+'''),
 }
 
 # --- alternative correct solutions ---------------------------------------------------------------
@@ -187,6 +220,14 @@ def step_time(matmul_flops, weight_bytes, attn_flops, kv_bytes, peak_flops_per_s
     parts["time_s"] = parts["matmul_s"] + parts["attention_s"]
     return parts
 ''',
+    "prefill_interference": '''
+def prefill_interference(decode_s, prefill_s, chunks=1):
+    ttft_s = 0.0
+    for _ in range(int(chunks)):  # one step per chunk, each running the decode batch too
+        step_s = decode_s + prefill_s / chunks
+        ttft_s += step_s
+    return {"step_s": step_s, "slowdown": step_s / decode_s, "ttft_s": ttft_s}
+''',
     "critical_batch": '''
 def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     # Bisection on compute time minus weight-streaming time, per parameter.
@@ -228,6 +269,22 @@ def matmul_cost(B, D, F, bytes_per_elem=2.0):
     intensity = 2 * B * D * F / (bytes_per_elem * (B * D + D * F + B * F))
     flops = np.float64(2.0) * B * D * F
     return {"flops": flops, "bytes": flops / intensity, "intensity": intensity}
+''',
+    # The binding resource from the intensity against the ridge (a tie is compute-bound).
+    "roofline": '''
+def ridge_point(peak_flops_per_s, bandwidth_bytes_per_s):
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
+    return float(np.minimum(peak_flops_per_s, intensity * bandwidth_bytes_per_s))
+
+
+def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
+    compute_s, memory_s = flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s
+    at_or_past_ridge = flops / nbytes >= ridge_point(peak_flops_per_s, bandwidth_bytes_per_s)
+    return {"compute_s": compute_s, "memory_s": memory_s, "floor_s": max(compute_s, memory_s),
+            "no_overlap_s": compute_s + memory_s, "bound": "compute" if at_or_past_ridge else "memory"}
 ''',
     # Per block times layers, the head counted once whether tied or not.
     "param_count": '''
@@ -272,6 +329,11 @@ def step_time(matmul_flops, weight_bytes, attn_flops, kv_bytes, peak_flops_per_s
 def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     return bytes_per_weight * ridge_point(peak_flops_per_s, bandwidth_bytes_per_s) / 2
 ''',
+    "prefill_interference": '''
+def prefill_interference(decode_s, prefill_s, chunks=1):
+    return {"step_s": decode_s + prefill_s / chunks, "slowdown": 1 + prefill_s / (chunks * decode_s),
+            "ttft_s": chunks * decode_s + prefill_s}
+''',
     "quiz_answers": '''
 q1 = " B"
 q2 = "D "
@@ -285,3 +347,4 @@ VARIANTS = {
     "formulas": {k: v.strip("\n") for k, v in FORMULAS.items()},
 }
 MISTAKES = {k: v.strip("\n") for k, v in MISTAKES.items()}
+MORE_MISTAKES = {k: (gid, v.strip("\n")) for k, (gid, v) in MORE_MISTAKES.items()}
