@@ -45,6 +45,17 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
             "ttft_s": times[0], "tpot_s": tpot, "e2e_s": times[-1]}
 ''',
+    # A decode step predicted like a prefill: its matmuls do 2 N B FLOPs per prompt token, so the
+    # predicted TPOT grows with the prompt as TTFT does.
+    "predict_floors": '''
+def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    integers(at_least=1, prompt_len=prompt_len, batch=batch)
+    positive(n_params=n_params, weight_bytes=weight_bytes, bandwidth=bandwidth, peak_flops=peak_flops)
+    non_negative(kv_bytes_per_token=kv_bytes_per_token)
+    matmuls = max(2 * n_params * batch * prompt_len / peak_flops, weight_bytes / bandwidth)
+    cache = batch * prompt_len * kv_bytes_per_token / bandwidth
+    return {"ttft_s": matmuls + cache, "tpot_s": matmuls + cache}
+''',
     # The KV cache a decode step reads is left out of the bytes.
     "decode_mbu": '''
 def decode_mbu(weight_bytes, kv_bytes, tpot_s, peak_bytes_per_s):
@@ -82,6 +93,7 @@ q1 = "a"
 q2 = "b"
 q3 = "c"
 q4 = "a"
+q5 = "b"
 ''',
 }
 
@@ -232,6 +244,7 @@ q1 = " D "
 q2 = "B"
 q3 = "c"
 q4 = "a"
+q5 = "B "
 ''',
     },
     # Plain loops everywhere: a hand-written median, a running list of generated tokens; the given
@@ -275,6 +288,18 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
     if n_out > 1:
         tpot = (e2e - ttft) / (n_out - 1)
     return {"tokens": torch.cat(out, 1), "token_times_s": times, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
+''',
+        "predict_floors": '''
+def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    def floor(tokens):
+        compute = 2 * n_params * tokens / peak_flops
+        memory = weight_bytes / bandwidth
+        if compute > memory:
+            t = compute
+        else:
+            t = memory
+        return t + (kv_bytes_per_token * prompt_len) * batch / bandwidth
+    return {"ttft_s": floor(batch * prompt_len), "tpot_s": floor(batch)}
 ''',
     },
     # A clock helper that always synchronises first; the cache made and waited for before the start.
