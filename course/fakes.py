@@ -15,7 +15,9 @@ logits_no_cache). Every one of its calls, new_cache included (a real cache is ze
 kernel), queues a fixed time on a FakeDevice, and is recorded.
 
 check_clock_reads(dev) is a visible check: it names the first clock read that would mistime a GPU
-(work still queued, or the start read before the request's setup) and says what to change.
+(work still queued, or the start read before the request's setup) and says what to change. While
+nbgrader autogrades it does nothing: a graded cell is judged on the values a timer returns, and
+on a device whose clock only moves at sync() every such mistake shows as a wrong time.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Callable, Sequence
 import torch
 
 from course.checks import CheckFailed
+from course.observe import grading
 
 
 class FakeDevice:
@@ -92,6 +95,9 @@ def check_clock_reads(dev: FakeDevice, start_after: str | None = None) -> None:
     """A visible check of where a timer reads its clock: fail, saying what to change, when a clock
     read came while work was still queued (no sync() before it), or, with `start_after`, when the
     first clock read (the start) came before the call named `start_after` (e.g. "new_cache")."""
+    __tracebackhide__ = True
+    if grading():
+        return
     label = "clock reads"
     if start_after is not None:
         reads_before = 0

@@ -115,3 +115,11 @@ def test_check_clock_reads_names_the_mistake_and_the_fix(capsys):
         check_clock_reads(_timed(["sync", "clock", "new_cache", "prefill", "sync", "clock"]), start_after="new_cache")
     # without start_after, reading the start before new_cache is not this check's business
     check_clock_reads(_timed(["sync", "clock", "new_cache", "prefill", "sync", "clock"]))
+
+
+def test_check_clock_reads_judges_nothing_while_autograding(monkeypatch, capsys):
+    """While nbgrader autogrades, a graded cell is judged on the times a timer returns (a wrong
+    order gives a wrong time on the fake device), never on a predicate over the event log."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    check_clock_reads(_timed(["new_cache", "clock", "prefill", "clock"]), start_after="new_cache")
+    assert capsys.readouterr().out == ""

@@ -302,6 +302,49 @@ def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token
     return {"ttft_s": floor(batch * prompt_len), "tpot_s": floor(batch)}
 ''',
     },
+    # Harmless extra clock reads: a wall-clock total and a "launched at" stamp read while work is
+    # still queued, neither used in a returned time. Only the times returned are graded.
+    "extra_clock_reads": {
+        "time_fn": '''
+def time_fn(fn, warmup=2, repeats=5, clock=time.perf_counter, sync=synchronize):
+    integers(at_least=0, warmup=warmup)
+    integers(at_least=1, repeats=repeats)
+    began = clock()
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        sync()
+        start = clock()
+        fn()
+        launched = clock() - start  # how long the launch took: not the work
+        sync()
+        times.append(clock() - start)
+    total = clock() - began
+    return {"times_s": times, "median_s": statistics.median(times), "spread_s": max(times) - min(times)}
+''',
+        "generate": '''
+def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
+    token_ids(prompt=prompt)
+    integers(at_least=1, n_out=n_out)
+    received = clock()
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    sync()
+    start = clock()
+    token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)
+    queued_at = clock()
+    sync()
+    times, tokens = [clock() - start], [token]
+    for _ in range(n_out - 1):
+        token = model.decode(token, cache).argmax(dim=-1, keepdim=True)
+        sync()
+        times.append(clock() - start)
+        tokens.append(token)
+    tpot = (times[-1] - times[0]) / (n_out - 1) if n_out > 1 else float("nan")
+    return {"tokens": torch.cat(tokens, dim=1), "token_times_s": times,
+            "ttft_s": times[0], "tpot_s": tpot, "e2e_s": times[-1]}
+''',
+    },
     # A clock helper that always synchronises first; the cache made and waited for before the start.
     "synced_helper": {
         "time_fn": '''
