@@ -13,6 +13,26 @@ several functions in turns, so that a drifting load hits all of them alike, and 
 `held_against` hold a measurement against probes of the bound taken in the same turns, never
 showing a utilisation above 100 % (the bound is measured again, and if the excess persists the
 run is reported as disturbed).
+
+How lesson 3 measures, in more detail than the lesson's one paragraph:
+
+- Threads. `set_cpu_threads` runs one PyTorch thread per core that is free when the setup cell
+  runs: a thread that shares its core with another program holds up the others at every matmul.
+- Bounds. On a CPU the read bandwidth is the bytes of a plain sum over a buffer, a pure read like
+  decode's reads of its weights, not a copy; the FLOP/s is a square matmul's. The setup cell takes
+  the median of torch.utils.benchmark runs (256 MiB; 2048 x 2048 fp32); the lesson's later cells
+  time `read_probe` (as many bytes as the measured step reads) and `matmul_probe` (2048, or 1024
+  under nbgrader) in turns with what they bound, and take each probe's best run. `matvec_probe` times bare
+  matrix-vector products over a model's own weights: the work a decode step cannot avoid.
+- Turns. `interleave` and `in_turns` warm every function or point up once, then run them in
+  rounds, forwards then backwards, with the probes among them, so a program that wakes up
+  halfway slows the measurement and its bound alike. A `Sampled` keeps every run: the median is
+  shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
+  of their median apart) tell the lesson not to conclude.
+- Re-measuring. `held_against` never shows a utilisation above 100 %: the bound is measured
+  again, and if the measurement still beats it, the run is reported as disturbed.
+- On a GPU the bounds are the datasheet's (course.hardware); its read probe is kept small so that
+  it fits beside the model.
 """
 
 from __future__ import annotations

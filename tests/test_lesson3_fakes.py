@@ -115,3 +115,24 @@ def test_check_clock_reads_names_the_mistake_and_the_fix(capsys):
         check_clock_reads(_timed(["sync", "clock", "new_cache", "prefill", "sync", "clock"]), start_after="new_cache")
     # without start_after, reading the start before new_cache is not this check's business
     check_clock_reads(_timed(["sync", "clock", "new_cache", "prefill", "sync", "clock"]))
+
+
+def test_check_clock_reads_judges_nothing_while_autograding(monkeypatch, capsys):
+    """While nbgrader autogrades, a graded cell is judged on the times a timer returns (a wrong
+    order gives a wrong time on the fake device), never on a predicate over the event log."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    check_clock_reads(_timed(["new_cache", "clock", "prefill", "clock"]), start_after="new_cache")
+    assert capsys.readouterr().out == ""
+
+
+def test_clock_hints_explain_a_wrong_time_and_let_right_times_pass():
+    from course.checks import check_close
+    from course.fakes import clock_hints
+
+    dev = _timed(["new_cache", "sync", "clock", "prefill", "clock", "sync", "clock"])  # an extra, harmless read
+    with clock_hints(dev, start_after="new_cache"):
+        check_close("ttft_s", 0.4, 0.4)
+    dev = _timed(["new_cache", "clock", "prefill", "sync", "clock"])
+    with pytest.raises(CheckFailed, match=r"ttft_s: expected .*; the likely cause: the 1st clock read came while"):
+        with clock_hints(dev):
+            check_close("ttft_s", 0.45, 0.4)

@@ -65,6 +65,9 @@ def test_timing_mistakes_lose_their_cell_and_are_named(name):
             assert "still queued" in why and "sync()" in why, why
 
 
+# TODO(observations merge): this runs the cells in-process, where only the visible checks can fail;
+# the quiz's hidden asserts are gone (quiz_q1 is judged outside the kernel) and the MISTAKES sample
+# now also loses predict_floors_tests. tests/test_lesson3_observations.py asserts the verdicts.
 def test_sample_mistakes_lose_only_their_cells():
     results = grade(SAMPLES.MISTAKES)
     failed = {cell for cell, why in results.items() if why}
@@ -82,4 +85,4 @@ def test_variants_pass_every_graded_cell(name):
 
 def test_quiz_keys_spread():
     answers = next(c for c in _cells() if c.metadata.get("nbgrader", {}).get("grade_id") == "quiz_answers").source
-    assert re.findall(r'q(\d) = "(\w)"', answers) == [("1", "d"), ("2", "b"), ("3", "c"), ("4", "a")]
+    assert re.findall(r'q(\d) = "(\w)"', answers) == [("1", "d"), ("2", "b"), ("3", "c"), ("4", "a"), ("5", "b")]

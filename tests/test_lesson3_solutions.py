@@ -96,16 +96,23 @@ def test_the_given_argument_checks_name_bad_arguments(solutions):
                 f"{gid} grades input validation: that belongs to the given lines, not the exercise"
 
 
-def test_hidden_tests_stand_alone():
-    """Hidden tests compute what they expect themselves and bring their own fakes: nothing a
-    student's cell could replace (course helpers, notebook globals) is used to grade."""
+def test_hidden_tests_observe_and_bring_their_own_fakes():
+    """Hidden tests pass inputs and observe results (course.observe), with fakes of their own: no
+    assert, no expected value, and no other course helper a student's cell could replace. The
+    quiz cells have no hidden part: check_choice is their observation."""
     for gid, cell in _cells().items():
         if not cell.metadata["nbgrader"].get("grade"):
             continue
         match = re.search(r"### BEGIN HIDDEN TESTS\n(.*)### END HIDDEN TESTS", cell.source, re.S)
+        if gid.startswith("quiz_"):
+            assert not match and "check_choice(" in cell.source, gid
+            continue
         assert match, f"{gid} has no hidden tests"
         hidden = match.group(1)
-        for name in ("FakeDevice", "RecordingModel", "check_close", "check_equal", "check_raises", "course."):
+        assert "from course.observe import observe" in hidden and "observe(f\"" in hidden, gid
+        hidden = hidden.replace("from course.observe import observe", "")
+        for name in ("FakeDevice", "RecordingModel", "check_close", "check_equal", "check_raises", "course.",
+                     "assert ", "math.isclose", "want", "expected"):
             assert name not in hidden, f"hidden tests of {gid} use {name}"
 
 
