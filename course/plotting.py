@@ -79,3 +79,179 @@ def token_staircase(ax, token_times_s, send_time_s: float = 0.0, label: str | No
     ax.set_xlabel("time since the request was sent (s)")
     ax.set_ylabel("output tokens received")
     return line
+
+
+# --- reading a drawn roofline back (the checks of lesson 2's plot_roofline) --------------------
+
+_NO_STYLE = ("None", "none", "", " ")
+
+
+def _xy(line):
+    """A Line2D's points with finite, positive x and y, sorted by x (two float arrays)."""
+    import numpy as np
+
+    try:
+        x = np.asarray(line.get_xdata(), dtype=float).ravel()
+        y = np.asarray(line.get_ydata(), dtype=float).ravel()
+    except (TypeError, ValueError):  # units matplotlib converts, not numbers
+        return np.empty(0), np.empty(0)
+    if x.shape != y.shape:
+        return np.empty(0), np.empty(0)
+    keep = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    order = np.argsort(x[keep], kind="stable")
+    return x[keep][order], y[keep][order]
+
+
+def _has_marker(line) -> bool:
+    return line.get_marker() not in (None, *_NO_STYLE)
+
+
+def _has_style(line) -> bool:
+    return line.get_linestyle() not in _NO_STYLE
+
+
+def _describe_line(line) -> str:
+    """'roofline' (200 points, line, 0.25 to 3,600 FLOP/byte)."""
+    x, _ = _xy(line)
+    label = str(line.get_label())
+    name = repr(label) if label and not label.startswith("_") else "an unlabelled line"
+    kind = "markers only" if not _has_style(line) else ("line and markers" if _has_marker(line) else "line")
+    span = f", {x[0]:,.4g} to {x[-1]:,.4g} FLOP/byte" if x.size else ""
+    return f"{name} ({x.size} point{'' if x.size == 1 else 's'}, {kind}{span})"
+
+
+def find_roofline(ax):
+    """The line the checks read as the roofline on `ax`, and one sentence on what was found.
+
+    Candidates are the lines drawn with a line style (not markers only) through two or more
+    points of positive x and y at different x. The roofline is the candidate spanning the widest
+    range of x (log scale); on a tie, one drawn without markers, then the one with more points.
+    Returns (Line2D or None, account).
+    """
+    import math
+
+    lines = list(ax.get_lines())
+    candidates = []
+    for i, line in enumerate(lines):
+        x, _ = _xy(line)
+        if _has_style(line) and x.size >= 2 and x[-1] > x[0]:
+            candidates.append(((math.log(x[-1] / x[0]), not _has_marker(line), x.size, -i), line))
+    if not candidates:
+        shown = "; ".join(_describe_line(line) for line in lines[:4]) + ("; ..." if len(lines) > 4 else "")
+        found = f"{len(lines)} line{'' if len(lines) == 1 else 's'}: {shown}" if lines else "no line at all"
+        return None, f"found no line drawn with a line style through two or more intensities ({found})"
+    _, line = max(candidates, key=lambda c: c[0])
+    others = len(lines) - 1
+    return line, (f"{_describe_line(line)}, the widest of {len(candidates)} line"
+                  f"{'' if len(candidates) == 1 else 's'} drawn with a line style"
+                  f" ({others} other line{'' if others == 1 else 's'} on the axes)")
+
+
+def read_roofline(ax, intensities) -> dict:
+    """The roofline of `ax` (find_roofline) read at each of `intensities`.
+
+    Returns {"at": heights, "top": its highest point, "account": find_roofline's sentence}. A
+    height is interpolated along a straight line in log-log between the roofline's two nearest
+    points (exact between points on one side of the ridge), None outside the line's span or when
+    there is no roofline.
+    """
+    import numpy as np
+
+    line, account = find_roofline(ax)
+    if line is None:
+        return {"at": [None for _ in intensities], "top": None, "account": account}
+    x, y = _xy(line)
+    lx, ly = np.log(x), np.log(y)
+    heights = []
+    for p in intensities:
+        p = float(p)
+        inside = x[0] <= p * (1 + 1e-9) and p * (1 - 1e-9) <= x[-1]
+        heights.append(float(np.exp(np.interp(np.log(p), lx, ly))) if inside else None)
+    return {"at": heights, "top": float(y.max()), "account": account}
+
+
+def marker_heights(ax, intensities) -> list:
+    """For each intensity, the height of the first marker drawn at it (within 1e-6 relative), from
+    lines drawn with markers (not the roofline) and from scatter plots; None where there is none."""
+    import numpy as np
+
+    roof, _ = find_roofline(ax)
+    points = []
+    for line in ax.get_lines():
+        if line is not roof and _has_marker(line):
+            points += list(zip(*_xy(line)))
+    for collection in ax.collections:
+        try:
+            offsets = np.asarray(collection.get_offsets(), dtype=float).reshape(-1, 2)
+        except (TypeError, ValueError):
+            continue
+        points += [(float(px), float(py)) for px, py in offsets]
+    found = []
+    for xi in map(float, intensities):
+        hits = [float(py) for px, py in points if abs(px - xi) <= 1e-6 * abs(xi)]
+        found.append(hits[0] if hits else None)
+    return found
+
+
+def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
+    """Visible check of a drawn roofline: its height (FLOP/s) at each intensity (FLOP/byte) of
+    `expected`, read by read_roofline. A failure says, in one line, which line was read as the
+    roofline, why that one, and what to change. While autograding, observes each height."""
+    __tracebackhide__ = True
+    from course.checks import CheckFailed, format_pair, ratio_note
+    from course.observe import grading, observe
+
+    intensities = [float(p) for p in expected]
+    reading = read_roofline(ax, intensities)
+    labels = [f"roofline at {p:g} FLOP/byte (FLOP/s)" for p in intensities]
+    if grading():
+        for label, height in zip(labels, reading["at"]):
+            observe(label, height)
+        return
+    line, account = find_roofline(ax)
+    if line is None:
+        raise CheckFailed(f"roofline: looked for the roofline as a line drawn with a line style, e.g. "
+                          f"ax.plot(x, y), not markers only; {account}")
+    if _has_marker(line):
+        change = "if that line is your points, draw them as markers only (linestyle='none')"
+    else:
+        change = "give the roofline an x value at the ridge, or a hundred log-spaced ones, so that it bends there"
+    for p, label, height, want in zip(intensities, labels, reading["at"], expected.values()):
+        if height is None:
+            raise CheckFailed(f"{label}: the roofline, {account}, does not reach {p:g} FLOP/byte; let it "
+                              f"span at least from the smallest to the largest of the points' intensities and "
+                              f"the ridge")
+        close = abs(height - float(want)) <= rel * abs(float(want))
+        want_s, got_s = format_pair(float(want), height, tell_apart=not close)
+        if not close:
+            raise CheckFailed(f"{label}: expected {want_s}, read {got_s}{ratio_note(float(want), height)} "
+                              f"off {account}; {change}")
+        print(f"ok    {label}: expected {want_s}, returned {got_s}")
+    print(f"      (read off {account})")
+
+
+def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
+    """Visible check of drawn points: the height (FLOP/s) of the marker at each intensity
+    (FLOP/byte) of `expected`, read by marker_heights. While autograding, observes each height."""
+    __tracebackhide__ = True
+    from course.checks import CheckFailed, format_pair, ratio_note
+    from course.observe import grading, observe
+
+    intensities = [float(p) for p in expected]
+    heights = marker_heights(ax, intensities)
+    labels = [f"marker at {p:g} FLOP/byte (FLOP/s)" for p in intensities]
+    if grading():
+        for label, height in zip(labels, heights):
+            observe(label, height)
+        return
+    for p, label, height, want in zip(intensities, labels, heights, expected.values()):
+        if height is None:
+            raise CheckFailed(f"{label}: looked for a marker at {p:g} FLOP/byte (a line drawn with a marker, "
+                              f"other than the roofline, or a scatter point) and found none; give each point "
+                              f"a marker, e.g. ax.plot([x], [y], marker='o', linestyle='none', label=...)")
+        close = abs(height - float(want)) <= rel * abs(float(want))
+        want_s, got_s = format_pair(float(want), height, tell_apart=not close)
+        if not close:
+            raise CheckFailed(f"{label}: expected {want_s}, returned {got_s}{ratio_note(float(want), height)}; "
+                              f"a point sits at its attainable FLOP/s, on the roofline")
+        print(f"ok    {label}: expected {want_s}, returned {got_s}")

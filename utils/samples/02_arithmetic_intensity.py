@@ -121,6 +121,49 @@ def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
     return {"compute_s": c, "memory_s": m, "floor_s": max(c, m), "no_overlap_s": c + m,
             "bound": "compute" if flops / nbytes > 1 else "memory"}
 '''),
+    # Leaves the embedding table out of N even when the output head is that table: a tied model's
+    # head is read every step all the same.
+    "tied_head_left_out": ("param_count", '''
+def param_count(cfg):
+    d, hd = cfg.d_model, cfg.head_dim
+    attention = 2 * d * cfg.n_heads * hd + 2 * d * cfg.n_kv_heads * hd
+    mlp = (3 if cfg.gated_mlp else 2) * d * cfg.d_ff
+    tables = cfg.vocab_size * d * (1 if cfg.tied_embeddings else 2)
+    return cfg.n_layers * (attention + mlp + 2 * d) + tables + d
+
+
+def streamed_params(cfg):
+    return param_count(cfg) - cfg.vocab_size * cfg.d_model
+'''),
+    # The roofline drawn only across the points' intensities: when every point is memory-bound it
+    # stops short of the ridge and never shows the flat roof.
+    "roofline_short_of_the_ridge": ("roofline_plot", '''
+def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
+    xs = np.logspace(np.log10(min(i for _, i, _ in points)), np.log10(max(i for _, i, _ in points)), 200)
+    ax.plot(xs, np.minimum(peak_flops_per_s, xs * bandwidth_bytes_per_s), color=BOUND_COLOR)
+    for label, intensity, color in points:
+        ax.plot([intensity], [min(peak_flops_per_s, intensity * bandwidth_bytes_per_s)], "o", color=color, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    return ax
+'''),
+    # The roofline through its two ends only, without a point at the ridge: a straight line in
+    # log-log that cuts the corner between the bandwidth slope and the flat roof.
+    "roofline_cuts_the_corner": ("roofline_plot", '''
+def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
+    ridge = peak_flops_per_s / bandwidth_bytes_per_s
+    xs = [min([ridge] + [i for _, i, _ in points]) / 2, max([ridge] + [i for _, i, _ in points]) * 2]
+    ax.plot(xs, [min(peak_flops_per_s, x * bandwidth_bytes_per_s) for x in xs], color=BOUND_COLOR)
+    for label, intensity, color in points:
+        ax.plot([intensity], [min(peak_flops_per_s, intensity * bandwidth_bytes_per_s)], "o", color=color, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    return ax
+'''),
     # A token does not attend to itself: n(n-1)/2 pairs in prefill, c positions in decode.
     "attention_without_the_diagonal": ("attention_flops", '''
 def attention_flops(cfg, new_tokens, cached_tokens=0):
@@ -323,6 +366,20 @@ def step_time(matmul_flops, weight_bytes, attn_flops, kv_bytes, peak_flops_per_s
     memory = np.array([weight_bytes, kv_bytes]) / bandwidth_bytes_per_s
     floors = np.maximum(compute, memory)
     return {"matmul_s": floors[0], "attention_s": floors[1], "time_s": floors.sum()}
+''',
+    # The roofline through exactly three points (its two ends and the ridge, drawn with small
+    # markers), a ridge line and a peak line drawn across the axes, each point its own plot call.
+    "roofline_plot": '''
+def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
+    ridge = peak_flops_per_s / bandwidth_bytes_per_s
+    xs = sorted({min(i for _, i, _ in points), ridge, max(i for _, i, _ in points)})
+    ax.plot(xs, [min(peak_flops_per_s, x * bandwidth_bytes_per_s) for x in xs], "k.--", label="roofline")
+    ax.axvline(ridge, color="0.7", linestyle=":")
+    ax.axhline(peak_flops_per_s, color="0.7", linestyle=":")
+    for label, intensity, color in points:
+        ax.plot(intensity, min(peak_flops_per_s, intensity * bandwidth_bytes_per_s), "s", color=color, label=label)
+    ax.set(xscale="log", yscale="log", xlabel="FLOP per byte", ylabel="FLOP per second")
+    return ax
 ''',
     # Reuses ridge_point from exercise B.
     "critical_batch": '''
