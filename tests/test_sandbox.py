@@ -16,6 +16,7 @@ import hashlib
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -444,3 +445,145 @@ def test_a_process_bomb_is_stopped_by_the_limit(tmp_path):
     lines = run_async(run)
     assert lines[0] == "BlockingIOError" and int(lines[-1]) < 40, lines
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.25"]]
+
+
+# --- what a kernel sees, what it leaves behind, what it may use (the kernel manager alone) ---------
+
+def in_kernel(cwd: Path, code: str, timeout: float = 120, **traits) -> tuple[str, dict]:
+    """Run `code` in one sandboxed kernel working in `cwd`: (its printed output and error names, facts
+    about the kernel: whether it was alive after the code, the limits applied, its sandbox's rundir)."""
+    from utils.sandbox import SandboxKernelManager
+
+    async def run():
+        km = SandboxKernelManager(**traits)
+        await km.start_kernel(cwd=str(cwd))
+        kc = km.client()
+        kc.start_channels()
+        out: list[str] = []
+        facts = {"limits": list(km.limits_applied), "rundir": km._rundir, "groups": list(km._cgroups)}
+
+        def hook(msg):
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append(f"ERROR {msg['content']['ename']}\n")
+        try:
+            await kc.wait_for_ready(timeout=60)
+            try:
+                await kc.execute_interactive(code, timeout=timeout, output_hook=hook)
+            except TimeoutError:
+                out.append("TIMEOUT\n")
+            facts["alive"] = await km.is_alive()
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+        return "".join(out), facts
+
+    return run_async(run)
+
+
+def _listing(folder: Path) -> dict[str, tuple]:
+    """{relative path: (kind, size, mtime)} of everything under `folder`, links not followed."""
+    found = {}
+    for p in sorted(folder.rglob("*")):
+        st = p.lstat()
+        found[p.relative_to(folder).as_posix()] = (st.st_mode >> 12, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _git_state() -> str:
+    import subprocess
+
+    return subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO, capture_output=True,
+                          text=True).stdout
+
+
+LESSON3 = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+
+
+def test_the_checkout_is_unreadable_by_any_path_and_the_lesson_imports_work(tmp_path):
+    course = tmp_path / "course"
+    work = course / "autograded" / "student" / "03_timing_prefill_decode"
+    work.mkdir(parents=True)
+    (course / "source").mkdir()
+    secrets_here = [course / "gradebook.db", course / "nbgrader_config.py", course / "source" / "lesson.ipynb"]
+    for p in secrets_here:
+        p.write_text("SECRET")
+    targets = [str(p) for p in secrets_here] + [str(LESSON3), str(REPO / "nbgrader_config.py"),
+                                               str(REPO / "gradebook.db"), str(REPO / "utils" / "grade.py"),
+                                               str(REPO / "utils")]
+    names = ["source/03_timing_prefill_decode/timing_prefill_decode.ipynb", "nbgrader_config.py",
+             "gradebook.db", "utils/grade.py", "utils", "source/lesson.ipynb"]
+    probe = f"""
+import ast, glob, os, re, site, sys
+targets, names = {targets!r}, {names!r}
+bases = set()
+def add(path):   # a folder and all its parents
+    path = os.path.abspath(path)
+    while path not in bases:
+        bases.add(path)
+        path = os.path.dirname(path)
+for p in sys.path + [sys.prefix, sys.base_prefix, sys.exec_prefix, os.getcwd(), os.environ.get('HOME', '/')]:
+    add(p or '.')
+for sp in site.getsitepackages():
+    for pth in glob.glob(os.path.join(sp, '*.pth')):
+        for line in open(pth).read().splitlines():
+            if line.strip() and not line.startswith('import'):
+                add(os.path.join(sp, line.strip()))
+    for finder in glob.glob(os.path.join(sp, '__editable__*finder.py')):
+        for folder in re.findall(r"'(/[^']+)'", open(finder).read()):
+            add(folder)
+for cfg in glob.glob(os.path.join(sys.prefix, 'pyvenv.cfg')):
+    for folder in re.findall(r'(/[^\\s]+)', open(cfg).read()):
+        add(folder)
+for line in open('/proc/self/mountinfo'):
+    fields = line.split()
+    add(fields[3]); add(fields[4])
+procs = [p for p in os.listdir('/proc') if p.isdigit()] + ['self', 'thread-self']
+own = {{os.stat(d).st_dev for d in ('/tmp', '.', '/dev/shm')}}
+for pid in procs:
+    for link in ('cwd', 'root'):
+        bases.add(f'/proc/{{pid}}/{{link}}')
+        for t in targets:
+            bases.add(f'/proc/{{pid}}/{{link}}' + os.path.dirname(t))
+    for fd in glob.glob(f'/proc/{{pid}}/fd/*') + glob.glob(f'/proc/{{pid}}/map_files/*'):
+        try:
+            if os.path.isdir(fd): add(fd)
+            elif os.path.isfile(fd) and os.stat(fd).st_dev not in own:   # a file not on the kernel's tmpfs
+                print('FD', fd, os.path.realpath(fd))
+        except OSError:
+            pass
+readable = []
+candidates = set(targets) | {{os.path.join(b, n) for b in bases for n in names}}
+for path in sorted(candidates):
+    try:
+        if os.path.isdir(path):
+            readable.append((path, os.listdir(path)))
+        else:
+            with open(path, 'rb') as f:
+                readable.append((path, f.read(20)))
+    except OSError:
+        pass
+print('BASES', len(bases))
+print('READABLE', readable)
+root = {str(REPO)!r}
+print('UNDER THE CHECKOUT', sorted(os.listdir(root)) if os.path.isdir(root) else [])
+import course, course.observe, torch, numpy, matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+plt.plot([1, 2]); plt.savefig('plot.png')
+print('IMPORTS OK', course.__file__)
+try:
+    open(course.__file__, 'a')
+except OSError as err:
+    print('COURSE READ-ONLY', type(err).__name__)
+"""
+    out, facts = in_kernel(work, probe)
+    assert "READABLE []" in out, out
+    assert "IMPORTS OK" in out and "COURSE READ-ONLY" in out and "ERROR" not in out, out
+    under = eval(out.split("UNDER THE CHECKOUT ")[1].splitlines()[0])   # a list literal the probe printed
+    venv = Path(sys.prefix).resolve()
+    allowed = {"course"} | ({venv.relative_to(REPO).parts[0]} if venv.is_relative_to(REPO) else set())
+    assert set(under) <= allowed, under
+    assert int(out.split("BASES ")[1].split()[0]) > 20   # the walk found the environment's paths
+    assert "FD " not in out, out   # no file of the grader is open in the kernel

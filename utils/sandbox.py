@@ -61,6 +61,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -389,6 +390,17 @@ def kernel_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def _forward(pipe, limit: int) -> None:
+    """Copy the kernel's own stdout and stderr (not its cells' output) to the grader's stderr, up to
+    `limit` bytes, and read the rest to its end so that the kernel never blocks on a full pipe."""
+    with pipe:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            if limit > 0:
+                sys.stderr.write(chunk[:limit].decode(errors="replace"))
+                sys.stderr.flush()
+                limit -= len(chunk)
+
+
 class SandboxKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernels run under bubblewrap (see the module doc)."""
 
@@ -408,6 +420,9 @@ class SandboxKernelManager(AsyncKernelManager):
                                      "folder, /tmp and /dev/shm: tmpfs inside the sandbox), in MiB").tag(config=True)
     copy_limit_mb = Integer(64, help="Files of the submission folder larger than this (MiB) are not "
                                      "copied into the kernel's work folder").tag(config=True)
+    output_limit_kb = Integer(64, help="Of what the kernel process writes to its stdout and stderr "
+                                       "(start-up messages, crashes), this much reaches the grader's "
+                                       "stderr").tag(config=True)
     interrupt_with = CaselessStrEnum(["signal", "message"], default_value="signal",
                                      help="How a cell timeout interrupts the kernel: SIGINT sent to "
                                           "the kernel process inside the sandbox, or an "
@@ -437,6 +452,8 @@ class SandboxKernelManager(AsyncKernelManager):
                 self._inside_ip = f"{KERNEL_TMP}/.kernel-{secrets.token_hex(8)}/k"
             self.transport = "ipc"
             self.ip = self._inside_ip
+            # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
+            kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             self.connection_file = os.path.join(self._rundir, "kernel.json")
         return await super()._async_pre_start_kernel(**kw)
 
@@ -499,6 +516,10 @@ class SandboxKernelManager(AsyncKernelManager):
         await super()._async_launch_kernel(kernel_cmd, **kw)
         if self.enabled:
             self.ip = f"/proc/{self._sandbox_pid()}/root{self._inside_ip}"
+            process = getattr(self.provisioner, "process", None)
+            if process is not None and process.stdout is not None:
+                threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
+                                 daemon=True).start()
 
     def _sandbox_pid(self) -> int:
         """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
