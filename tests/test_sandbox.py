@@ -469,10 +469,14 @@ def in_kernel(cwd: Path, code: str, timeout: float = 120, **traits) -> tuple[str
                 out.append(f"ERROR {msg['content']['ename']}\n")
         try:
             await kc.wait_for_ready(timeout=60)
-            try:
-                await kc.execute_interactive(code, timeout=timeout, output_hook=hook)
-            except TimeoutError:
+            task = asyncio.ensure_future(kc.execute_interactive(code, timeout=timeout, output_hook=hook))
+            while not task.done() and await km.is_alive():   # a killed kernel never replies
+                await asyncio.sleep(0.25)
+            if task.done() and isinstance(task.exception(), TimeoutError):
                 out.append("TIMEOUT\n")
+            elif not task.done():
+                await asyncio.sleep(1)   # the output that was on its way
+                task.cancel()
             facts["alive"] = await km.is_alive()
         finally:
             kc.stop_channels()
@@ -587,3 +591,123 @@ except OSError as err:
     assert set(under) <= allowed, under
     assert int(out.split("BASES ")[1].split()[0]) > 20   # the walk found the environment's paths
     assert "FD " not in out, out   # no file of the grader is open in the kernel
+
+
+LITTER = f"""
+import os, stat, sys
+made = []
+def attempt(what, fn):
+    try:
+        fn(); made.append(what)
+    except OSError as err:
+        print('refused', what, type(err).__name__)
+attempt('link', lambda: os.symlink({str(REPO / 'nbgrader_config.py')!r}, 'tiny.ipynb.link'))
+attempt('link over the notebook', lambda: (os.remove('tiny.ipynb'), os.symlink({str(LESSON3)!r}, 'tiny.ipynb')))
+attempt('pipe', lambda: os.mkfifo('pipe'))
+attempt('device', lambda: os.mknod('device', 0o666 | stat.S_IFCHR, os.makedev(1, 3)))
+attempt('sparse', lambda: os.truncate(open('sparse', 'wb').name, 2 * 2**30))
+def fill(path):
+    with open(path, 'wb') as f:
+        for _ in range(4096):
+            f.write(b'x' * 2**20)
+attempt('huge', lambda: fill('huge'))
+attempt('huge in /tmp', lambda: fill('/tmp/huge'))
+attempt('huge in /dev/shm', lambda: fill('/dev/shm/huge'))
+for path in ['/run/submission/planted', '/run/kernel/planted', os.path.expanduser('~/../../run/planted'),
+             {str(REPO / 'planted')!r}, '/var/planted', '/home/planted', '/planted']:
+    attempt('write ' + path, lambda: open(path, 'w').write('owned'))
+print('MADE', sorted(made))
+print('SEES', sorted(os.listdir('.')))
+"""
+
+
+def test_what_a_kernel_leaves_in_its_work_folder_never_reaches_the_grader(tmp_path):
+    first, second = tmp_path / "autograded" / "a" / "01_tiny", tmp_path / "autograded" / "b" / "01_tiny"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+        (folder / "tiny.ipynb").write_text("{}")
+        (folder / "data.csv").write_text(f"{folder.parent.name},1\n")
+    os.mkfifo(first / "their_pipe")
+    (first / "their_link").symlink_to(REPO / "nbgrader_config.py")
+    with open(first / "their_sparse", "wb") as f:
+        f.truncate(2 * 2**30)
+    (first / "their_big").write_bytes(b"y" * (2 * 2**20))
+    before = {f: _listing(f) for f in (first, second)}
+    git_before = _git_state()
+
+    out, facts = in_kernel(first, "import os\nprint('COPIED', sorted(os.listdir('.')))\n" + LITTER,
+                           work_size_mb=64, copy_limit_mb=1)
+    copied = eval(out.split("COPIED ")[1].splitlines()[0])   # a list literal the kernel printed
+    assert copied == ["data.csv", "tiny.ipynb"], out   # regular files under the size limit only
+    made = out.split("MADE ")[1].splitlines()[0]
+    assert "'pipe'" in made and "'link'" in made and "'sparse'" in made, out   # it did make them, inside
+    assert "write " not in made, out   # every write outside its own tmpfs was refused
+    assert "refused huge OSError" in out and "refused huge in /tmp OSError" in out, out   # the tmpfs is full
+    assert facts["alive"], out
+    assert _listing(first) == before[first] and _listing(second) == before[second]
+    assert not Path(facts["rundir"]).exists()
+    assert _git_state() == git_before
+    assert not (REPO / "planted").exists()
+
+    # the next student, graded after it, sees only their own files
+    out, _ = in_kernel(second, "import os\nprint('SEES', sorted(os.listdir('.')), open('data.csv').read())")
+    assert "SEES ['data.csv', 'tiny.ipynb'] b,1" in out, out
+
+
+def _memory_cgroup_here() -> bool:
+    from utils.sandbox import kernel_cgroups, remove_cgroup
+
+    groups, applied = kernel_cgroups(0, 64 << 20)
+    for g in groups:
+        remove_cgroup(g)
+    return any(a.startswith("memory") for a in applied)
+
+
+FLOODS = {
+    "dev_shm": "f = open('/dev/shm/flood', 'wb')\ndef grow():\n    f.write(b'x' * step); f.flush()\n",
+    "memfd": "f = os.fdopen(os.memfd_create('flood'), 'wb')\ndef grow():\n    f.write(b'x' * step); f.flush()\n",
+    "mmap_shared": ("import mmap\nmaps = []\ndef grow():\n    m = mmap.mmap(-1, step, flags=mmap.MAP_SHARED)\n"
+                    "    m.write(b'x' * step); maps.append(m)\n"),
+}
+
+
+@pytest.mark.skipif(not _memory_cgroup_here(), reason="the grader may not create a memory cgroup here")
+@pytest.mark.parametrize("kind", sorted(FLOODS))
+def test_a_shared_memory_flood_is_stopped_by_the_kernels_memory_limit(tmp_path, kind):
+    code = ("import os\nstep = 16 * 2**20\n" + FLOODS[kind] +
+            "for i in range(1, 65):\n    grow()\n    print('MiB', 16 * i, flush=True)\nprint('FLOODED')\n")
+    # RLIMIT_DATA does not count shared mappings: only the cgroup can stop these
+    out, facts = in_kernel(tmp_path, code, timeout=60, memory_limit_mb=256, work_size_mb=2048)
+    assert any(a.startswith("memory") for a in facts["limits"]), facts
+    reached = [int(line.split()[1]) for line in out.splitlines() if line.startswith("MiB ")]
+    assert "FLOODED" not in out and reached and max(reached) <= 256, out
+
+
+def _pids_cgroup_here() -> bool:
+    from utils.sandbox import pids_cgroup, remove_cgroup
+
+    group = pids_cgroup(10)
+    remove_cgroup(group)
+    return group is not None
+
+
+BOMBS = {
+    "fork": ("import os, time\nn = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n"
+             "            os.execv('/bin/sleep', ['sleep', '60.41'])\n        n += 1\nexcept OSError as err:\n"
+             "    print(type(err).__name__)\nprint('STARTED', n)\n"),
+    "threads": ("import threading, time\nn = 0\ntry:\n    for _ in range(1000):\n"
+                "        threading.Thread(target=time.sleep, args=(60.41,), daemon=True).start()\n        n += 1\n"
+                "except RuntimeError as err:\n    print(type(err).__name__)\nprint('STARTED', n)\n"),
+}
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not _pids_cgroup_here(),
+                    reason="grading as root without a pids cgroup: Linux does not enforce RLIMIT_NPROC for root")
+@pytest.mark.parametrize("kind", sorted(BOMBS))
+def test_a_process_or_thread_flood_holds_at_most_the_limit_and_is_cleaned_up(tmp_path, kind):
+    out, facts = in_kernel(tmp_path, BOMBS[kind], process_limit=64)
+    started = int(out.split("STARTED ")[1].split()[0])
+    assert ("BlockingIOError" in out or "RuntimeError" in out) and 0 < started < 64, out
+    assert facts["alive"], out   # the kernel itself survives its flood
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.41"]]
+    assert not [g for g in facts["groups"] if g.exists()]
