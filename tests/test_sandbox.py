@@ -151,6 +151,22 @@ class Listener:
                 pass
 
 
+LEAVES_BEHIND = f"""
+import os
+os.symlink({str(REPO / 'nbgrader_config.py')!r}, 'feedback.html')
+os.symlink('/etc/passwd', 'tiny.ipynb.bak')
+os.mkfifo('pipe')
+with open('sparse', 'wb') as f:
+    f.truncate(2 * 2**30)
+try:
+    with open('huge', 'wb') as f:
+        while True:
+            f.write(b'x' * 2**24)
+except OSError:
+    pass
+"""
+
+
 def _write(folder: Path, nb) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "timestamp.txt").write_text("2030-01-01 10:00:00.000000 UTC")
@@ -180,6 +196,7 @@ def graded(tmp_path_factory):
         _write(course / "submitted" / student / LESSON, base())
     _write(course / "submitted" / "vandal" / LESSON, base(add=vandal(course, listener.port)))
     _write(course / "submitted" / "memory_bomb" / LESSON, base(add="blob = bytearray(3 * 2**30)\n" + ADD))
+    _write(course / "submitted" / "litter" / LESSON, base(add=LEAVES_BEHIND + ADD))
     shadow = course / "submitted" / "shadow_launcher" / LESSON
     _write(shadow, untouched)
     (shadow / "ipykernel_launcher.py").write_text(LAUNCHER)
@@ -282,7 +299,8 @@ def test_fair_quiz_answers_score(graded, student):
     assert _total(course, QUIZ, student) == 1, outcomes[(QUIZ, student)].line()
 
 
-@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed", "edited_roles"])
+@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed", "edited_roles",
+                                     "litter"])
 def test_fair_work_gets_full_marks(graded, student):
     course, outcomes, *_ = graded
     assert _total(course, LESSON, student) == 6, outcomes[(LESSON, student)].line()
@@ -293,6 +311,14 @@ def test_nothing_outside_the_work_folder_changed(graded):
     assert _digest(course / "submitted") == before["submitted"]
     assert _digest(course / "source") == before["source"]
     assert planted == []
+
+
+def test_what_a_kernel_leaves_in_its_work_folder_never_reaches_autograded(graded):
+    course, *_ = graded
+    for student in ("litter", "good_a"):
+        folder = course / "autograded" / student / LESSON
+        kinds = {p.name: p.is_file() and not p.is_symlink() for p in folder.iterdir()}
+        assert kinds == {NB: True, "timestamp.txt": True}, (student, kinds)
 
 
 def test_no_process_outlives_grading_and_no_network(graded):
@@ -683,14 +709,6 @@ def test_a_shared_memory_flood_is_stopped_by_the_kernels_memory_limit(tmp_path, 
     assert "FLOODED" not in out and reached and max(reached) <= 256, out
 
 
-def _pids_cgroup_here() -> bool:
-    from utils.sandbox import pids_cgroup, remove_cgroup
-
-    group = pids_cgroup(10)
-    remove_cgroup(group)
-    return group is not None
-
-
 BOMBS = {
     "fork": ("import os, time\nn = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n"
              "            os.execv('/bin/sleep', ['sleep', '60.41'])\n        n += 1\nexcept OSError as err:\n"
@@ -701,7 +719,7 @@ BOMBS = {
 }
 
 
-@pytest.mark.skipif(os.geteuid() == 0 and not _pids_cgroup_here(),
+@pytest.mark.skipif(os.geteuid() == 0 and not _cgroups_here(),
                     reason="grading as root without a pids cgroup: Linux does not enforce RLIMIT_NPROC for root")
 @pytest.mark.parametrize("kind", sorted(BOMBS))
 def test_a_process_or_thread_flood_holds_at_most_the_limit_and_is_cleaned_up(tmp_path, kind):
