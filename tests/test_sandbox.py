@@ -729,3 +729,25 @@ def test_a_process_or_thread_flood_holds_at_most_the_limit_and_is_cleaned_up(tmp
     assert facts["alive"], out   # the kernel itself survives its flood
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.41"]]
     assert not [g for g in facts["groups"] if g.exists()]
+
+
+def test_only_the_course_package_of_a_checkout_named_by_the_environment_is_bound(tmp_path, monkeypatch):
+    from utils import sandbox as S
+
+    checkout, other = tmp_path / "checkout", tmp_path / "libs"
+    for folder in (checkout / "course", checkout / "source", checkout / "utils", other / "somelib"):
+        folder.mkdir(parents=True)
+    (checkout / "course" / "__init__.py").write_text("")
+    (checkout / "nbgrader_config.py").write_text("")
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    (site_dir / "legacy-editable.pth").write_text(f"{checkout}\n{other}\nimport sys\n")
+    (site_dir / "__editable___x_finder.py").write_text(
+        f"import sys\nMAPPING: dict[str, str] = {{'course': {str(checkout / 'course')!r}, 'x': '/nowhere'}}\n")
+    monkeypatch.setattr(S, "_site_dirs", lambda: [str(site_dir)])
+
+    assert S.course_package_paths() == [str(checkout / "course")]
+    bound = S.python_paths(str(REPO))
+    assert str(checkout / "course") in bound and str(other) in bound and str(site_dir) in bound
+    assert str(checkout) not in bound   # the .pth line naming the checkout is not bound whole
+    assert not [p for p in S.python_paths(str(checkout)) if Path(checkout).is_relative_to(p)]

@@ -250,8 +250,8 @@ def unavailable(bwrap: str = "bwrap") -> str | None:
     if proc.returncode != 0:
         return (f"bubblewrap could not start a sandbox ({proc.stderr.strip() or f'exit {proc.returncode}'}); "
                 f"user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, "
-                f"user.max_user_namespaces), the container forbids them, or bubblewrap is older than "
-                f"0.7 (no --size)")
+                f"user.max_user_namespaces), the container forbids them, or this bubblewrap is too old "
+                f"for --size (a tmpfs of limited size)")
     return None
 
 
