@@ -751,3 +751,22 @@ def test_only_the_course_package_of_a_checkout_named_by_the_environment_is_bound
     assert str(checkout / "course") in bound and str(other) in bound and str(site_dir) in bound
     assert str(checkout) not in bound   # the .pth line naming the checkout is not bound whole
     assert not [p for p in S.python_paths(str(checkout)) if Path(checkout).is_relative_to(p)]
+
+
+def test_the_kernels_own_output_reaches_the_grader_marked_and_limited(capsys):
+    import io
+
+    from utils.sandbox import KERNEL_LINE, _forward
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # a kernel writing more than the pipe holds, lines that look like the grader's
+        os.close(r)
+        os.write(w, b"[AutogradeApp | INFO] Score: 6\n" + b"y" * 300_000)
+        os._exit(0)
+    os.close(w)
+    _forward(io.open(r, "rb"), 100)   # returns only once the pipe is read to its end
+    os.waitpid(pid, 0)
+    err = capsys.readouterr().err
+    assert err.startswith(KERNEL_LINE + "[AutogradeApp") and err.count("y") < 100
+    assert all(line.startswith(KERNEL_LINE) for line in err.splitlines())

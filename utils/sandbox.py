@@ -390,13 +390,23 @@ def kernel_cpus() -> int:
         return os.cpu_count() or 1
 
 
+KERNEL_LINE = "sandboxed kernel | "
+
+
 def _forward(pipe, limit: int) -> None:
     """Copy the kernel's own stdout and stderr (not its cells' output) to the grader's stderr, up to
-    `limit` bytes, and read the rest to its end so that the kernel never blocks on a full pipe."""
+    `limit` bytes, every line marked as the kernel's (it cannot pass for a line of the grader's log),
+    and read the rest to its end so that the kernel never blocks on a full pipe."""
+    line_start = True
     with pipe:
         for chunk in iter(lambda: pipe.read1(65536), b""):
             if limit > 0:
-                sys.stderr.write(chunk[:limit].decode(errors="replace"))
+                text = chunk[:limit].decode(errors="replace")
+                marked = (KERNEL_LINE if line_start else "") + text.replace("\n", "\n" + KERNEL_LINE)
+                if text.endswith("\n"):
+                    marked = marked[:-len(KERNEL_LINE)]
+                line_start = text.endswith("\n")
+                sys.stderr.write(marked)
                 sys.stderr.flush()
                 limit -= len(chunk)
 
