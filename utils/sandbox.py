@@ -20,7 +20,9 @@ What the student's code sees (guaranteed wherever bubblewrap runs):
     left out; the real folder is bound read-only only for that copy). /tmp and /dev/shm are tmpfs
     of the same size; HOME, IPYTHONDIR, MPLCONFIGDIR and TMPDIR are in /tmp. Nothing the kernel
     writes reaches the grader's file system: when the kernel ends, its files are gone, and the
-    grader's folder holds only what nbgrader itself writes there.
+    grader's folder holds only what nbgrader itself writes there. The kernel holds no open file
+    of the grader: its own stdout and stderr are a pipe, forwarded (64 KiB, each line marked) to
+    the grader's stderr.
   - A scrubbed environment (no course paths, no credentials), PYTHONSAFEPATH (nothing in the work
     folder shadows a module), and thread pools sized to the CPUs the grader gives the kernel
     (OMP_NUM_THREADS and friends, unless the instructor set them).
