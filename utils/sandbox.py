@@ -84,37 +84,42 @@ KERNEL_TMP = "/tmp"
 _LAUNCH = r"""
 import os, resource, stat, sys
 mem, nproc, copy_limit, budget = (int(a) for a in sys.argv[1:5])
-src, work, sockets = sys.argv[5:8]
+src, work, sockets, fonts = sys.argv[5:9]
 if mem > 0: resource.setrlimit(resource.RLIMIT_DATA, (mem, mem))
 if nproc > 0: resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 left = []
-def copy(s, d, depth):
+def copy_file(path, dest, size):
     global budget
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode): return
+        with open(dest, 'xb') as out:
+            while budget > 0:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk: break
+                out.write(chunk[:budget]); budget -= len(chunk)
+    finally:
+        os.close(fd)
+def copy(s, d, depth):
     for e in sorted(os.scandir(s), key=lambda e: e.name):
         rel = os.path.relpath(e.path, src)
-        if e.is_symlink(): left.append(rel + ' (a link)'); continue
-        if e.is_dir(follow_symlinks=False):
-            if depth < 8: os.mkdir(os.path.join(d, e.name)); copy(e.path, os.path.join(d, e.name), depth + 1)
-            continue
-        st = e.stat(follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode): left.append(rel + ' (not a regular file)'); continue
-        if st.st_size > min(copy_limit, budget): left.append(rel + ' (%d bytes)' % st.st_size); continue
-        fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode): continue
-            with open(os.path.join(d, e.name), 'xb') as out:
-                while budget > 0:
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk: break
-                    out.write(chunk[:budget]); budget -= len(chunk)
-        finally:
-            os.close(fd)
+            if e.is_symlink(): left.append(rel + ' (a link)'); continue
+            if e.is_dir(follow_symlinks=False):
+                if depth < 8: os.mkdir(os.path.join(d, e.name)); copy(e.path, os.path.join(d, e.name), depth + 1)
+                continue
+            st = e.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode): left.append(rel + ' (not a regular file)'); continue
+            if st.st_size > min(copy_limit, budget): left.append(rel + ' (%d bytes)' % st.st_size); continue
+            copy_file(e.path, os.path.join(d, e.name), st.st_size)
+        except OSError as err:   # unreadable, or the work folder is full: the kernel starts anyway
+            left.append(rel + ' (%s)' % err.strerror)
 copy(src, work, 0)
 if left: print('sandbox: not copied into the work folder: ' + ', '.join(left), file=sys.stderr, flush=True)
 for d in (os.environ['IPYTHONDIR'], os.environ['MPLCONFIGDIR'], sockets):
     os.makedirs(d, exist_ok=True)
-for name in os.listdir(sys.argv[8]):
-    with open(os.path.join(sys.argv[8], name), 'rb') as f, open(os.path.join(os.environ['MPLCONFIGDIR'], name), 'wb') as g:
+for name in os.listdir(fonts):   # matplotlib's font list, so that it is not rebuilt (seconds)
+    with open(os.path.join(fonts, name), 'rb') as f, open(os.path.join(os.environ['MPLCONFIGDIR'], name), 'wb') as g:
         g.write(f.read())
 os.chdir(work)
 os.execv(sys.argv[9], sys.argv[9:])
