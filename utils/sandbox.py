@@ -433,11 +433,12 @@ class SandboxKernelManager(AsyncKernelManager):
                                          "everywhere; 0: no limit. A lesson needs about 1 GiB.").tag(config=True)
     process_limit = Integer(256, help="Processes and threads of one kernel (a pids cgroup where the "
                                       "grader may create one, and RLIMIT_NPROC, which Linux does not "
-                                      "enforce for root); 0: no limit. Lesson 3 peaks at about 30 on "
-                                      "2 cores; thread pools are sized to the kernel's CPUs (see "
-                                      "docs/instructors.md)").tag(config=True)
+                                      "enforce for root); 0: no limit. Lesson 3 peaks at 17 on 2 "
+                                      "cores and about 205 on 64 (thread pools grow with the "
+                                      "kernel's CPUs; docs/instructors.md)").tag(config=True)
     work_size_mb = Integer(512, help="Size of each of the kernel's writable file systems (its work "
-                                     "folder, /tmp and /dev/shm: tmpfs inside the sandbox), in MiB").tag(config=True)
+                                     "folder, /tmp and /dev/shm: tmpfs inside the sandbox), in MiB; "
+                                     "their files count against memory_limit_mb").tag(config=True)
     copy_limit_mb = Integer(64, help="Files of the submission folder larger than this (MiB) are not "
                                      "copied into the kernel's work folder").tag(config=True)
     output_limit_kb = Integer(64, help="Of what the kernel process writes to its stdout and stderr "
