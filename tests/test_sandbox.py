@@ -6,6 +6,10 @@ points, plus a one-question quiz lesson 03_quiz) holds every submission; it is g
 `utils.grade` (two workers). Each cheat below gave full marks, or harmed others, before every
 autograding kernel ran in the bubblewrap sandbox (utils/sandbox.py) and each graded test cell had
 to prove that it ran to its end in an untampered kernel (utils/nbgrader_plugins.py).
+
+The tests at the end start kernels with `SandboxKernelManager` alone: what a kernel can read of
+the course checkout by any path, what it leaves in its work folder (nothing of it reaches the
+grader), and its memory and process limits against shared-memory, fork and thread floods.
 """
 
 from __future__ import annotations
