@@ -6,6 +6,10 @@ points, plus a one-question quiz lesson 03_quiz) holds every submission; it is g
 `utils.grade` (two workers). Each cheat below gave full marks, or harmed others, before every
 autograding kernel ran in the bubblewrap sandbox (utils/sandbox.py) and each graded test cell had
 to prove that it ran to its end in an untampered kernel (utils/nbgrader_plugins.py).
+
+The tests at the end start kernels with `SandboxKernelManager` alone: what a kernel can read of
+the course checkout by any path, what it leaves in its work folder (nothing of it reaches the
+grader), and its memory and process limits against shared-memory, fork and thread floods.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import hashlib
 import os
 import secrets
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -150,6 +155,22 @@ class Listener:
                 pass
 
 
+LEAVES_BEHIND = f"""
+import os
+os.symlink({str(REPO / 'nbgrader_config.py')!r}, 'feedback.html')
+os.symlink('/etc/passwd', 'tiny.ipynb.bak')
+os.mkfifo('pipe')
+with open('sparse', 'wb') as f:
+    f.truncate(2 * 2**30)
+try:
+    with open('huge', 'wb') as f:
+        while True:
+            f.write(b'x' * 2**24)
+except OSError:
+    pass
+"""
+
+
 def _write(folder: Path, nb) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "timestamp.txt").write_text("2030-01-01 10:00:00.000000 UTC")
@@ -179,6 +200,7 @@ def graded(tmp_path_factory):
         _write(course / "submitted" / student / LESSON, base())
     _write(course / "submitted" / "vandal" / LESSON, base(add=vandal(course, listener.port)))
     _write(course / "submitted" / "memory_bomb" / LESSON, base(add="blob = bytearray(3 * 2**30)\n" + ADD))
+    _write(course / "submitted" / "litter" / LESSON, base(add=LEAVES_BEHIND + ADD))
     shadow = course / "submitted" / "shadow_launcher" / LESSON
     _write(shadow, untouched)
     (shadow / "ipykernel_launcher.py").write_text(LAUNCHER)
@@ -281,7 +303,8 @@ def test_fair_quiz_answers_score(graded, student):
     assert _total(course, QUIZ, student) == 1, outcomes[(QUIZ, student)].line()
 
 
-@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed", "edited_roles"])
+@pytest.mark.parametrize("student", ["good_a", "good_b", "vandal", "symlinked_data", "renamed", "edited_roles",
+                                     "litter"])
 def test_fair_work_gets_full_marks(graded, student):
     course, outcomes, *_ = graded
     assert _total(course, LESSON, student) == 6, outcomes[(LESSON, student)].line()
@@ -292,6 +315,14 @@ def test_nothing_outside_the_work_folder_changed(graded):
     assert _digest(course / "submitted") == before["submitted"]
     assert _digest(course / "source") == before["source"]
     assert planted == []
+
+
+def test_what_a_kernel_leaves_in_its_work_folder_never_reaches_autograded(graded):
+    course, *_ = graded
+    for student in ("litter", "good_a"):
+        folder = course / "autograded" / student / LESSON
+        kinds = {p.name: p.is_file() and not p.is_symlink() for p in folder.iterdir()}
+        assert kinds == {NB: True, "timestamp.txt": True}, (student, kinds)
 
 
 def test_no_process_outlives_grading_and_no_network(graded):
@@ -444,3 +475,302 @@ def test_a_process_bomb_is_stopped_by_the_limit(tmp_path):
     lines = run_async(run)
     assert lines[0] == "BlockingIOError" and int(lines[-1]) < 40, lines
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.25"]]
+
+
+# --- what a kernel sees, what it leaves behind, what it may use (the kernel manager alone) ---------
+
+def in_kernel(cwd: Path, code: str, timeout: float = 120, **traits) -> tuple[str, dict]:
+    """Run `code` in one sandboxed kernel working in `cwd`: (its printed output and error names, facts
+    about the kernel: whether it was alive after the code, the limits applied, its sandbox's rundir)."""
+    from utils.sandbox import SandboxKernelManager
+
+    async def run():
+        km = SandboxKernelManager(**traits)
+        await km.start_kernel(cwd=str(cwd))
+        kc = km.client()
+        kc.start_channels()
+        out: list[str] = []
+        facts = {"limits": list(km.limits_applied), "rundir": km._rundir, "groups": list(km._cgroups)}
+
+        def hook(msg):
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append(f"ERROR {msg['content']['ename']}\n")
+        try:
+            await kc.wait_for_ready(timeout=60)
+            task = asyncio.ensure_future(kc.execute_interactive(code, timeout=timeout, output_hook=hook))
+            while not task.done() and await km.is_alive():   # a killed kernel never replies
+                await asyncio.sleep(0.25)
+            if task.done() and isinstance(task.exception(), TimeoutError):
+                out.append("TIMEOUT\n")
+            elif not task.done():
+                await asyncio.sleep(1)   # the output that was on its way
+                task.cancel()
+            facts["alive"] = await km.is_alive()
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+        return "".join(out), facts
+
+    return run_async(run)
+
+
+def _listing(folder: Path) -> dict[str, tuple]:
+    """{relative path: (kind, size, mtime)} of everything under `folder`, links not followed."""
+    found = {}
+    for p in sorted(folder.rglob("*")):
+        st = p.lstat()
+        found[p.relative_to(folder).as_posix()] = (st.st_mode >> 12, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _git_state() -> str:
+    import subprocess
+
+    return subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO, capture_output=True,
+                          text=True).stdout
+
+
+LESSON3 = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+
+
+def test_the_checkout_is_unreadable_by_any_path_and_the_lesson_imports_work(tmp_path):
+    course = tmp_path / "course"
+    work = course / "autograded" / "student" / "03_timing_prefill_decode"
+    work.mkdir(parents=True)
+    (course / "source").mkdir()
+    secrets_here = [course / "gradebook.db", course / "nbgrader_config.py", course / "source" / "lesson.ipynb"]
+    for p in secrets_here:
+        p.write_text("SECRET")
+    targets = [str(p) for p in secrets_here] + [str(LESSON3), str(REPO / "nbgrader_config.py"),
+                                               str(REPO / "gradebook.db"), str(REPO / "utils" / "grade.py"),
+                                               str(REPO / "utils")]
+    names = ["source/03_timing_prefill_decode/timing_prefill_decode.ipynb", "nbgrader_config.py",
+             "gradebook.db", "utils/grade.py", "utils", "source/lesson.ipynb"]
+    probe = f"""
+import ast, glob, os, re, site, sys
+targets, names = {targets!r}, {names!r}
+bases = set()
+def add(path):   # a folder and all its parents
+    path = os.path.abspath(path)
+    while path not in bases:
+        bases.add(path)
+        path = os.path.dirname(path)
+for p in sys.path + [sys.prefix, sys.base_prefix, sys.exec_prefix, os.getcwd(), os.environ.get('HOME', '/')]:
+    add(p or '.')
+for sp in site.getsitepackages():
+    for pth in glob.glob(os.path.join(sp, '*.pth')):
+        for line in open(pth).read().splitlines():
+            if line.strip() and not line.startswith('import'):
+                add(os.path.join(sp, line.strip()))
+    for finder in glob.glob(os.path.join(sp, '__editable__*finder.py')):
+        for folder in re.findall(r"'(/[^']+)'", open(finder).read()):
+            add(folder)
+for cfg in glob.glob(os.path.join(sys.prefix, 'pyvenv.cfg')):
+    for folder in re.findall(r'(/[^\\s]+)', open(cfg).read()):
+        add(folder)
+for line in open('/proc/self/mountinfo'):
+    fields = line.split()
+    add(fields[3]); add(fields[4])
+procs = [p for p in os.listdir('/proc') if p.isdigit()] + ['self', 'thread-self']
+own = {{os.stat(d).st_dev for d in ('/tmp', '.', '/dev/shm')}}
+for pid in procs:
+    for link in ('cwd', 'root'):
+        bases.add(f'/proc/{{pid}}/{{link}}')
+        for t in targets:
+            bases.add(f'/proc/{{pid}}/{{link}}' + os.path.dirname(t))
+    for fd in glob.glob(f'/proc/{{pid}}/fd/*') + glob.glob(f'/proc/{{pid}}/map_files/*'):
+        try:
+            if os.path.isdir(fd): add(fd)
+            elif os.path.isfile(fd) and os.stat(fd).st_dev not in own:   # a file not on the kernel's tmpfs
+                print('FD', fd, os.path.realpath(fd))
+        except OSError:
+            pass
+readable = []
+candidates = set(targets) | {{os.path.join(b, n) for b in bases for n in names}}
+for path in sorted(candidates):
+    try:
+        if os.path.isdir(path):
+            readable.append((path, os.listdir(path)))
+        else:
+            with open(path, 'rb') as f:
+                readable.append((path, f.read(20)))
+    except OSError:
+        pass
+print('BASES', len(bases))
+print('READABLE', readable)
+root = {str(REPO)!r}
+print('UNDER THE CHECKOUT', sorted(os.listdir(root)) if os.path.isdir(root) else [])
+import course, course.observe, torch, numpy, matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+plt.plot([1, 2]); plt.savefig('plot.png')
+print('IMPORTS OK', course.__file__)
+try:
+    open(course.__file__, 'a')
+except OSError as err:
+    print('COURSE READ-ONLY', type(err).__name__)
+"""
+    out, facts = in_kernel(work, probe)
+    assert "READABLE []" in out, out
+    assert "IMPORTS OK" in out and "COURSE READ-ONLY" in out and "ERROR" not in out, out
+    under = eval(out.split("UNDER THE CHECKOUT ")[1].splitlines()[0])   # a list literal the probe printed
+    venv = Path(sys.prefix).resolve()
+    allowed = {"course"} | ({venv.relative_to(REPO).parts[0]} if venv.is_relative_to(REPO) else set())
+    assert set(under) <= allowed, under
+    assert int(out.split("BASES ")[1].split()[0]) > 20   # the walk found the environment's paths
+    assert "FD " not in out, out   # no file of the grader is open in the kernel
+
+
+LITTER = f"""
+import os, stat, sys
+made = []
+def attempt(what, fn):
+    try:
+        fn(); made.append(what)
+    except OSError as err:
+        print('refused', what, type(err).__name__)
+attempt('link', lambda: os.symlink({str(REPO / 'nbgrader_config.py')!r}, 'tiny.ipynb.link'))
+attempt('link over the notebook', lambda: (os.remove('tiny.ipynb'), os.symlink({str(LESSON3)!r}, 'tiny.ipynb')))
+attempt('pipe', lambda: os.mkfifo('pipe'))
+attempt('device', lambda: os.mknod('device', 0o666 | stat.S_IFCHR, os.makedev(1, 3)))
+attempt('sparse', lambda: os.truncate(open('sparse', 'wb').name, 2 * 2**30))
+def fill(path):
+    with open(path, 'wb') as f:
+        for _ in range(4096):
+            f.write(b'x' * 2**20)
+attempt('huge', lambda: fill('huge'))
+attempt('huge in /tmp', lambda: fill('/tmp/huge'))
+attempt('huge in /dev/shm', lambda: fill('/dev/shm/huge'))
+for path in ['/run/submission/planted', '/run/kernel/planted', os.path.expanduser('~/../../run/planted'),
+             {str(REPO / 'planted')!r}, '/var/planted', '/home/planted', '/planted']:
+    attempt('write ' + path, lambda: open(path, 'w').write('owned'))
+print('MADE', sorted(made))
+print('SEES', sorted(os.listdir('.')))
+"""
+
+
+def test_what_a_kernel_leaves_in_its_work_folder_never_reaches_the_grader(tmp_path):
+    first, second = tmp_path / "autograded" / "a" / "01_tiny", tmp_path / "autograded" / "b" / "01_tiny"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+        (folder / "tiny.ipynb").write_text("{}")
+        (folder / "data.csv").write_text(f"{folder.parent.name},1\n")
+    os.mkfifo(first / "their_pipe")
+    (first / "their_link").symlink_to(REPO / "nbgrader_config.py")
+    with open(first / "their_sparse", "wb") as f:
+        f.truncate(2 * 2**30)
+    (first / "their_big").write_bytes(b"y" * (2 * 2**20))
+    before = {f: _listing(f) for f in (first, second)}
+    git_before = _git_state()
+
+    out, facts = in_kernel(first, "import os\nprint('COPIED', sorted(os.listdir('.')))\n" + LITTER,
+                           work_size_mb=64, copy_limit_mb=1)
+    copied = eval(out.split("COPIED ")[1].splitlines()[0])   # a list literal the kernel printed
+    assert copied == ["data.csv", "tiny.ipynb"], out   # regular files under the size limit only
+    made = out.split("MADE ")[1].splitlines()[0]
+    assert "'pipe'" in made and "'link'" in made and "'sparse'" in made, out   # it did make them, inside
+    assert "write " not in made, out   # every write outside its own tmpfs was refused
+    assert "refused huge OSError" in out and "refused huge in /tmp OSError" in out, out   # the tmpfs is full
+    assert facts["alive"], out
+    assert _listing(first) == before[first] and _listing(second) == before[second]
+    assert not Path(facts["rundir"]).exists()
+    assert _git_state() == git_before
+    assert not (REPO / "planted").exists()
+
+    # the next student, graded after it, sees only their own files
+    out, _ = in_kernel(second, "import os\nprint('SEES', sorted(os.listdir('.')), open('data.csv').read())")
+    assert "SEES ['data.csv', 'tiny.ipynb'] b,1" in out, out
+
+
+def _memory_cgroup_here() -> bool:
+    from utils.sandbox import kernel_cgroups, remove_cgroup
+
+    groups, applied = kernel_cgroups(0, 64 << 20)
+    for g in groups:
+        remove_cgroup(g)
+    return any(a.startswith("memory") for a in applied)
+
+
+FLOODS = {
+    "dev_shm": "f = open('/dev/shm/flood', 'wb')\ndef grow():\n    f.write(b'x' * step); f.flush()\n",
+    "memfd": "f = os.fdopen(os.memfd_create('flood'), 'wb')\ndef grow():\n    f.write(b'x' * step); f.flush()\n",
+    "mmap_shared": ("import mmap\nmaps = []\ndef grow():\n    m = mmap.mmap(-1, step, flags=mmap.MAP_SHARED)\n"
+                    "    m.write(b'x' * step); maps.append(m)\n"),
+}
+
+
+@pytest.mark.skipif(not _memory_cgroup_here(), reason="the grader may not create a memory cgroup here")
+@pytest.mark.parametrize("kind", sorted(FLOODS))
+def test_a_shared_memory_flood_is_stopped_by_the_kernels_memory_limit(tmp_path, kind):
+    code = ("import os\nstep = 16 * 2**20\n" + FLOODS[kind] +
+            "for i in range(1, 65):\n    grow()\n    print('MiB', 16 * i, flush=True)\nprint('FLOODED')\n")
+    # RLIMIT_DATA does not count shared mappings: only the cgroup can stop these
+    out, facts = in_kernel(tmp_path, code, timeout=60, memory_limit_mb=256, work_size_mb=2048)
+    assert any(a.startswith("memory") for a in facts["limits"]), facts
+    reached = [int(line.split()[1]) for line in out.splitlines() if line.startswith("MiB ")]
+    assert "FLOODED" not in out and reached and max(reached) <= 256, out
+
+
+BOMBS = {
+    "fork": ("import os, time\nn = 0\ntry:\n    for _ in range(1000):\n        if os.fork() == 0:\n"
+             "            os.execv('/bin/sleep', ['sleep', '60.41'])\n        n += 1\nexcept OSError as err:\n"
+             "    print(type(err).__name__)\nprint('STARTED', n)\n"),
+    "threads": ("import threading, time\nn = 0\ntry:\n    for _ in range(1000):\n"
+                "        threading.Thread(target=time.sleep, args=(60.41,), daemon=True).start()\n        n += 1\n"
+                "except RuntimeError as err:\n    print(type(err).__name__)\nprint('STARTED', n)\n"),
+}
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not _cgroups_here(),
+                    reason="grading as root without a pids cgroup: Linux does not enforce RLIMIT_NPROC for root")
+@pytest.mark.parametrize("kind", sorted(BOMBS))
+def test_a_process_or_thread_flood_holds_at_most_the_limit_and_is_cleaned_up(tmp_path, kind):
+    out, facts = in_kernel(tmp_path, BOMBS[kind], process_limit=64)
+    started = int(out.split("STARTED ")[1].split()[0])
+    assert ("BlockingIOError" in out or "RuntimeError" in out) and 0 < started < 64, out
+    assert facts["alive"], out   # the kernel itself survives its flood
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.41"]]
+    assert not [g for g in facts["groups"] if g.exists()]
+
+
+def test_only_the_course_package_of_a_checkout_named_by_the_environment_is_bound(tmp_path, monkeypatch):
+    from utils import sandbox as S
+
+    checkout, other = tmp_path / "checkout", tmp_path / "libs"
+    for folder in (checkout / "course", checkout / "source", checkout / "utils", other / "somelib"):
+        folder.mkdir(parents=True)
+    (checkout / "course" / "__init__.py").write_text("")
+    (checkout / "nbgrader_config.py").write_text("")
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    (site_dir / "legacy-editable.pth").write_text(f"{checkout}\n{other}\nimport sys\n")
+    (site_dir / "__editable___x_finder.py").write_text(
+        f"import sys\nMAPPING: dict[str, str] = {{'course': {str(checkout / 'course')!r}, 'x': '/nowhere'}}\n")
+    monkeypatch.setattr(S, "_site_dirs", lambda: [str(site_dir)])
+
+    assert S.course_package_paths() == [str(checkout / "course")]
+    bound = S.python_paths(str(REPO))
+    assert str(checkout / "course") in bound and str(other) in bound and str(site_dir) in bound
+    assert str(checkout) not in bound   # the .pth line naming the checkout is not bound whole
+    assert not [p for p in S.python_paths(str(checkout)) if Path(checkout).is_relative_to(p)]
+
+
+def test_the_kernels_own_output_reaches_the_grader_marked_and_limited(capsys):
+    import io
+
+    from utils.sandbox import KERNEL_LINE, _forward
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # a kernel writing more than the pipe holds, lines that look like the grader's
+        os.close(r)
+        os.write(w, b"[AutogradeApp | INFO] Score: 6\n" + b"y" * 300_000)
+        os._exit(0)
+    os.close(w)
+    _forward(io.open(r, "rb"), 100)   # returns only once the pipe is read to its end
+    os.waitpid(pid, 0)
+    err = capsys.readouterr().err
+    assert err.startswith(KERNEL_LINE + "[AutogradeApp") and err.count("y") < 100
+    assert all(line.startswith(KERNEL_LINE) for line in err.splitlines())

@@ -1,23 +1,45 @@
 """Every autograding kernel runs in a bubblewrap sandbox.
 
 `SandboxKernelManager` is a jupyter_client kernel manager whose kernel command is prefixed with
-`bwrap`. nbgrader_config.py makes it the kernel manager of the course's Execute step
-(utils.nbgrader_plugins.SafeExecute), so `utils.grade`, plain `nbgrader autograde` and the
-formgrader all grade in it. Inside the sandbox the student's code:
+`bwrap`. nbgrader_config.py makes it the kernel manager of the course's Execute step, so
+`utils.grade`, plain `nbgrader autograde` and the formgrader all grade in it.
 
-  - runs as uid 65534 in its own user, PID, network, IPC and UTS namespaces, with no capabilities;
-    its processes die with the grader and with the kernel (`--die-with-parent`, PID namespace);
-  - sees the file system read-only, with /tmp, /home, /root, /srv, /var, /run, /mnt, /media and
-    the folders holding the course (the course root, the instructor tools, the grading work
-    folders) replaced by empty ones; only the Python environment and the `course` package are
-    bound back (read-only), and only the notebook's own work folder is writable;
-  - has no network: the kernel talks to the grader over ZeroMQ's ipc transport, through sockets
-    in a private folder bound into the sandbox (the loopback of a new network namespace is its own);
-  - gets a scrubbed environment (no course paths, no credentials), PYTHONSAFEPATH so that nothing
-    in the submission folder shadows a module, its own IPYTHONDIR and HOME;
-  - has a memory limit per process (RLIMIT_DATA) and a limit on its processes and threads: a
-    cgroup of its own with `pids.max` where the grader may create one (root, cgroup v1 or v2),
-    and RLIMIT_NPROC (which Linux does not enforce for root).
+What the student's code sees (guaranteed wherever bubblewrap runs):
+
+  - It runs as uid 65534 in its own user, PID, network, IPC and UTS namespaces, with no
+    capabilities; its processes die with the grader and with the kernel (`--die-with-parent`, PID
+    namespace). No network: the kernel's ZeroMQ sockets are Unix sockets inside the sandbox, which
+    the grader reaches through /proc/PID/root.
+  - Of the course folder only the `course` package (at the path the Python environment's
+    editable-install finder or .pth file expects it) and the Python environment are there, both
+    read-only. /tmp, /home, /root, /srv, /var, /run, /mnt, /media and the folders holding the course
+    (the course root, the instructor tools, the grading work folders) are replaced by empty,
+    read-only folders; a .pth entry that points at a folder holding the course is not bound.
+  - Its working folder is a fresh tmpfs of `work_size_mb` at the path nbgrader gives, holding a
+    copy of that folder's regular files (links, pipes, devices and files over `copy_limit_mb` are
+    left out; the real folder is bound read-only only for that copy). /tmp and /dev/shm are tmpfs
+    of the same size; HOME, IPYTHONDIR, MPLCONFIGDIR and TMPDIR are in /tmp. Nothing the kernel
+    writes reaches the grader's file system: when the kernel ends, its files are gone, and the
+    grader's folder holds only what nbgrader itself writes there. The kernel holds no open file
+    of the grader: its own stdout and stderr are a pipe, forwarded (64 KiB, each line marked) to
+    the grader's stderr.
+  - A scrubbed environment (no course paths, no credentials), PYTHONSAFEPATH (nothing in the work
+    folder shadows a module), and thread pools sized to the CPUs the grader gives the kernel
+    (OMP_NUM_THREADS and friends, unless the instructor set them).
+
+Limits (which applied is logged at every kernel start):
+
+  - memory per kernel: a cgroup with `memory.max` (v2, swap 0) or `memory.limit_in_bytes` (v1,
+    memsw equal, i.e. no swap) where the grader may create one (root, or a delegated v2 subtree).
+    Shared memory, tmpfs files and memfd count against it. Always also RLIMIT_DATA per process,
+    which is all there is where no cgroup can be made (then shared mappings are NOT limited beyond
+    the tmpfs sizes);
+  - processes and threads per kernel: `pids.max` in the same cgroup (v2) or a v1 pids cgroup; else
+    RLIMIT_NPROC, which Linux does not enforce for root.
+
+Not guaranteed: CPU time (nbgrader's cell timeout ends a cell, not a busy child process until the
+kernel ends), memory of kernels graded without a cgroup (see above), the content of files the
+grader itself writes from the kernel's messages (the graded notebook).
 
 Where bubblewrap cannot run, starting a kernel fails with a message saying why, unless the
 instructor turns the sandbox off explicitly (`c.SandboxKernelManager.enabled = False`; then grade
@@ -28,17 +50,20 @@ on its control channel or as a SIGINT sent to the kernel process inside the sand
 
 from __future__ import annotations
 
+import ast
 import functools
 import glob
 import importlib.util
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,39 +72,154 @@ from traitlets import Bool, CaselessStrEnum, Integer, List, Unicode
 
 HIDDEN = ("/tmp", "/var", "/home", "/root", "/srv", "/run", "/mnt", "/media")
 SYSTEM = {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/nix"}
-PASS_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-            "NBGRADER_EXECUTION", "CUDA_VISIBLE_DEVICES", "MPLBACKEND", "LANG", "LC_ALL", "TZ")
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+PASS_ENV = THREAD_VARS + ("NBGRADER_EXECUTION", "CUDA_VISIBLE_DEVICES", "MPLBACKEND", "LANG", "LC_ALL", "TZ")
 OPT_OUT = "c.SandboxKernelManager.enabled = False"
+SUBMISSION = "/run/submission"   # the real work folder, read-only, inside the sandbox
+RUN = "/run/kernel"              # the connection file and matplotlib's font list, read-only
+KERNEL_TMP = "/tmp"
 
-# Runs first inside the sandbox: set the limits (children inherit them), then become the kernel.
-_LAUNCH = ("import os, resource, sys\n"
-           "mem, nproc = int(sys.argv[1]), int(sys.argv[2])\n"
-           "if mem > 0: resource.setrlimit(resource.RLIMIT_DATA, (mem, mem))\n"
-           "if nproc > 0: resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))\n"
-           "os.execv(sys.argv[3], sys.argv[3:])\n")
+# Runs first inside the sandbox: set the limits (children inherit them), copy the submission's
+# regular files into the work tmpfs, make HOME and the socket folder, then become the kernel.
+_LAUNCH = r"""
+import os, resource, stat, sys
+mem, nproc, copy_limit, budget = (int(a) for a in sys.argv[1:5])
+src, work, sockets, fonts = sys.argv[5:9]
+if mem > 0: resource.setrlimit(resource.RLIMIT_DATA, (mem, mem))
+if nproc > 0: resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+left = []
+def copy_file(path, dest, size):
+    global budget
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode): return
+        with open(dest, 'xb') as out:
+            while budget > 0:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk: break
+                out.write(chunk[:budget]); budget -= len(chunk)
+    finally:
+        os.close(fd)
+def copy(s, d, depth):
+    for e in sorted(os.scandir(s), key=lambda e: e.name):
+        rel = os.path.relpath(e.path, src)
+        try:
+            if e.is_symlink(): left.append(rel + ' (a link)'); continue
+            if e.is_dir(follow_symlinks=False):
+                if depth < 8: os.mkdir(os.path.join(d, e.name)); copy(e.path, os.path.join(d, e.name), depth + 1)
+                continue
+            st = e.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode): left.append(rel + ' (not a regular file)'); continue
+            if st.st_size > min(copy_limit, budget): left.append(rel + ' (%d bytes)' % st.st_size); continue
+            copy_file(e.path, os.path.join(d, e.name), st.st_size)
+        except OSError as err:   # unreadable, or the work folder is full: the kernel starts anyway
+            left.append(rel + ' (%s)' % err.strerror)
+copy(src, work, 0)
+if left: print('sandbox: not copied into the work folder: ' + ', '.join(left), file=sys.stderr, flush=True)
+for d in (os.environ['IPYTHONDIR'], os.environ['MPLCONFIGDIR'], sockets):
+    os.makedirs(d, exist_ok=True)
+for name in os.listdir(fonts):   # matplotlib's font list, so that it is not rebuilt (seconds)
+    with open(os.path.join(fonts, name), 'rb') as f, open(os.path.join(os.environ['MPLCONFIGDIR'], name), 'wb') as g:
+        g.write(f.read())
+os.chdir(work)
+os.execv(sys.argv[9], sys.argv[9:])
+"""
+
+
+# -- cgroups ----------------------------------------------------------------------------------------
+_GROUPS = itertools.count()
+
+
+def _own_cgroups() -> dict[str, str]:
+    """{controller (or "" for v2): this process's cgroup path} from /proc/self/cgroup."""
+    found = {}
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                found[c] = path.lstrip("/")
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def _new_group(parent: Path, settings: dict[str, str]) -> Path | None:
+    """A new child of `parent` with `settings` written (a file that is missing is left out), or None."""
+    if not (parent / "cgroup.procs").exists():
+        return None
+    group = parent / f"course-grading-{os.getpid()}-{next(_GROUPS)}"
+    try:
+        group.mkdir()
+        for name, value in settings.items():
+            if (group / name).exists():
+                (group / name).write_text(value)
+        return group
+    except OSError:
+        remove_cgroup(group)
+        return None
+
+
+def kernel_cgroups(processes: int, memory: int) -> tuple[list[Path], list[str]]:
+    """New cgroups for one kernel (v2: one group; v1: a pids and a memory group), with `processes`
+    as pids.max and `memory` bytes as the memory limit (0: that limit is not wanted), and the limits
+    that took effect, in words. ([], []) where the grader may not create cgroups."""
+    own = _own_cgroups()
+    groups: list[Path] = []
+    applied: list[str] = []
+    if "" in own and (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():   # v2
+        parent = Path("/sys/fs/cgroup") / own[""]
+        try:   # controllers for the children (refused where the parent holds processes: then as given)
+            (parent / "cgroup.subtree_control").write_text("+pids +memory")
+        except OSError:
+            pass
+        settings = {}
+        if processes > 0:
+            settings["pids.max"] = str(processes)
+        if memory > 0:
+            settings.update({"memory.max": str(memory), "memory.swap.max": "0"})
+        group = _new_group(parent, settings)
+        if group is not None:
+            groups.append(group)
+            if processes > 0 and (group / "pids.max").exists():
+                applied.append(f"pids.max {processes} (cgroup v2)")
+            if memory > 0 and (group / "memory.max").exists():
+                applied.append(f"memory.max {memory >> 20} MiB (cgroup v2"
+                               f"{', swap 0' if (group / 'memory.swap.max').exists() else ''})")
+            if not applied:   # the controllers are not enabled for the grader's children
+                remove_cgroup(group)
+                groups = []
+        return groups, applied
+    v1 = Path("/sys/fs/cgroup")
+    if processes > 0:
+        for parent in (v1 / "pids" / own.get("pids", ""), v1 / "pids"):
+            group = _new_group(parent, {"pids.max": str(processes)})
+            if group is not None:
+                groups.append(group)
+                applied.append(f"pids.max {processes} (cgroup v1)")
+                break
+    if memory > 0:
+        for parent in (v1 / "memory" / own.get("memory", ""), v1 / "memory"):
+            group = _new_group(parent, {"memory.limit_in_bytes": str(memory), "memory.swappiness": "0"})
+            if group is not None:
+                try:
+                    (group / "memory.memsw.limit_in_bytes").write_text(str(memory))
+                    swap = ", swap 0"
+                except OSError:
+                    swap = ", swappiness 0"
+                groups.append(group)
+                applied.append(f"memory.limit_in_bytes {memory >> 20} MiB (cgroup v1{swap})")
+                break
+    return groups, applied
 
 
 def pids_cgroup(limit: int) -> Path | None:
-    """A new cgroup (v1 `pids` hierarchy, or the grader's own v2 cgroup) whose pids.max is `limit`,
-    or None where the grader may not create one."""
-    candidates = [Path("/sys/fs/cgroup/pids")]
-    try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            if line.startswith("0::"):
-                candidates.append(Path("/sys/fs/cgroup") / line[3:].lstrip("/"))
-    except OSError:
-        pass
-    for parent in candidates:
-        if not (parent / "cgroup.procs").exists():
-            continue
-        group = parent / f"course-grading-{os.getpid()}-{next(_GROUPS)}"
-        try:
-            group.mkdir()
-            (group / "pids.max").write_text(str(limit))
-            return group
-        except OSError:
-            remove_cgroup(group)
-    return None
+    """A new cgroup whose pids.max is `limit`, or None where the grader may not create one."""
+    groups, applied = kernel_cgroups(limit, 0)
+    if not applied:
+        for g in groups:
+            remove_cgroup(g)
+        return None
+    return groups[0]
 
 
 def remove_cgroup(group: Path | None) -> None:
@@ -99,9 +239,6 @@ def remove_cgroup(group: Path | None) -> None:
             time.sleep(0.02)
 
 
-_GROUPS = itertools.count()
-
-
 class SandboxError(RuntimeError):
     """Grading cannot be sandboxed here; the message says why and how to opt out."""
 
@@ -116,28 +253,101 @@ def unavailable(bwrap: str = "bwrap") -> str | None:
     try:
         proc = subprocess.run([exe, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
                                "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                               "true"], capture_output=True, text=True, timeout=30)
+                               "--size", "1048576", "--tmpfs", "/tmp", "true"], capture_output=True, text=True,
+                              timeout=30)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"bubblewrap could not start a sandbox: {err}"
     if proc.returncode != 0:
         return (f"bubblewrap could not start a sandbox ({proc.stderr.strip() or f'exit {proc.returncode}'}); "
                 f"user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, "
-                f"user.max_user_namespaces) or the container forbids them")
+                f"user.max_user_namespaces), the container forbids them, or this bubblewrap is too old "
+                f"for --size (a tmpfs of limited size)")
     return None
 
 
-def python_paths() -> list[str]:
-    """Folders the kernel's Python needs (read-only): the prefixes, site-packages, the `course` package."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable))}
-    paths.update(site.getsitepackages())
+# -- what the kernel's Python needs -----------------------------------------------------------------
+def _site_dirs() -> list[str]:
+    dirs = list(site.getsitepackages())
     user_site = site.getusersitepackages()
     if isinstance(user_site, str):
-        paths.add(user_site)
-    spec = importlib.util.find_spec("course")
-    if spec is not None and spec.submodule_search_locations:
-        paths.update(spec.submodule_search_locations)
-    return sorted(p for p in {os.path.realpath(p) for p in paths} | paths if os.path.isdir(p))
+        dirs.append(user_site)
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def _finder_mappings(site_dir: str) -> dict[str, str]:
+    """{package: folder} of the setuptools editable-install finders in `site_dir` (read, not imported)."""
+    found = {}
+    for path in glob.glob(os.path.join(site_dir, "__editable__*finder.py")):
+        try:
+            tree = ast.parse(Path(path).read_text())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (
+                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+            if isinstance(target, ast.Name) and target.id == "MAPPING" and node.value is not None:
+                try:
+                    found.update({str(k): str(v) for k, v in ast.literal_eval(node.value).items()})
+                except ValueError:
+                    pass
+    return found
+
+
+def _pth_folders(site_dir: str) -> list[str]:
+    """The folders that the .pth files in `site_dir` add to sys.path (lines that are not imports)."""
+    found = []
+    for path in glob.glob(os.path.join(site_dir, "*.pth")):
+        try:
+            lines = Path(path).read_text().splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            line = line.strip()
+            if line and not line.startswith(("#", "import ", "import\t")):
+                folder = os.path.join(site_dir, line)
+                if os.path.isdir(folder):
+                    found.append(os.path.normpath(folder))
+    return found
+
+
+def course_package_paths() -> list[str]:
+    """Where the kernel's Python will import `course` from: the editable-install finders' mapping,
+    `course/` under a .pth folder, else where this Python finds it."""
+    found = []
+    for site_dir in _site_dirs():
+        mapped = _finder_mappings(site_dir).get("course")
+        if mapped and os.path.isdir(mapped):
+            found.append(mapped)
+        found += [os.path.join(f, "course") for f in _pth_folders(site_dir)
+                  if os.path.isfile(os.path.join(f, "course", "__init__.py"))]
+    if not found:
+        spec = importlib.util.find_spec("course")
+        if spec is not None and spec.submodule_search_locations:
+            found += list(spec.submodule_search_locations)
+    return sorted({os.path.normpath(p) for p in found})
+
+
+def _holds_a_course(folder: str) -> bool:
+    return any(os.path.exists(os.path.join(folder, name))
+               for name in ("course/__init__.py", "nbgrader_config.py", "source", "gradebook.db", "utils"))
+
+
+def python_paths(*course_roots: str) -> list[str]:
+    """Folders the kernel's Python needs (bound read-only): the prefixes, the folders the .pth files
+    add (never one holding a course root: of that only the `course` package), site-packages and the
+    `course` package."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.realpath(sys.executable))}
+    for site_dir in _site_dirs():
+        paths.add(site_dir)
+        paths.update(f for f in _pth_folders(site_dir) if not _holds_a_course(f))
+    roots = [os.path.realpath(r) for r in course_roots]
+    safe = set()
+    for p in paths | {os.path.realpath(p) for p in paths}:
+        real = os.path.realpath(p)
+        if os.path.isdir(p) and not any(real == r or r.startswith(real.rstrip("/") + "/") for r in roots):
+            safe.add(p)
+    return sorted(safe | set(course_package_paths()))
 
 
 def hidden_folders(*course_paths: str) -> list[str]:
@@ -157,19 +367,58 @@ def hidden_folders(*course_paths: str) -> list[str]:
 
 
 def bwrap_command(workdir: str, rundir: str, *, hide: list[str], ro: list[str], env: dict[str, str],
-                  bwrap: str = "bwrap") -> list[str]:
+                  work_size: int, bwrap: str = "bwrap") -> list[str]:
+    """The bwrap prefix: `hide` empty and read-only except /tmp (a tmpfs of `work_size` bytes), `ro`
+    bound read-only, `rundir` read-only at RUN, `workdir` read-only at SUBMISSION and replaced by a
+    tmpfs of `work_size` bytes, /dev/shm a tmpfs of `work_size` bytes."""
+    size = ["--size", str(work_size)]
+    hide = [h for h in hide if h != workdir]   # the work folder gets a tmpfs of its own
     cmd = [shutil.which(bwrap) or bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-           "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+           "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+           *size, "--tmpfs", "/dev/shm"]
     for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
         cmd += ["--dev-bind", dev, dev]   # a GPU stays usable
     for folder in hide:
-        cmd += ["--tmpfs", folder]
+        cmd += (size if folder == KERNEL_TMP else []) + ["--tmpfs", folder]
     for folder in ro:
         cmd += ["--ro-bind", folder, folder]
-    cmd += ["--bind", rundir, rundir, "--bind", workdir, workdir, "--chdir", workdir, "--clearenv"]
+    cmd += ["--ro-bind", rundir, RUN, "--ro-bind", workdir, SUBMISSION, *size, "--tmpfs", workdir]
+    for folder in hide:
+        if folder != KERNEL_TMP:
+            cmd += ["--remount-ro", folder]
+    cmd += ["--chdir", "/", "--clearenv"]
     for key, value in sorted(env.items()):
         cmd += ["--setenv", key, value]
     return cmd + ["--"]
+
+
+def kernel_cpus() -> int:
+    """The CPUs this process (and so the kernel) may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+KERNEL_LINE = "sandboxed kernel | "
+
+
+def _forward(pipe, limit: int) -> None:
+    """Copy the kernel's own stdout and stderr (not its cells' output) to the grader's stderr, up to
+    `limit` bytes, every line marked as the kernel's (it cannot pass for a line of the grader's log),
+    and read the rest to its end so that the kernel never blocks on a full pipe."""
+    line_start = True
+    with pipe:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            if limit > 0:
+                text = chunk[:limit].decode(errors="replace")
+                marked = (KERNEL_LINE if line_start else "") + text.replace("\n", "\n" + KERNEL_LINE)
+                if text.endswith("\n"):
+                    marked = marked[:-len(KERNEL_LINE)]
+                line_start = text.endswith("\n")
+                sys.stderr.write(marked)
+                sys.stderr.flush()
+                limit -= len(chunk)
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -178,12 +427,23 @@ class SandboxKernelManager(AsyncKernelManager):
     enabled = Bool(True, help="Run autograding kernels in a bubblewrap sandbox. Turn off only "
                               "where grading itself runs in a container without network, secrets "
                               "or the course folder.").tag(config=True)
-    memory_limit_mb = Integer(4096, help="Data memory per kernel process, in MiB (RLIMIT_DATA); "
-                                         "0: no limit. A lesson needs about 1 GiB.").tag(config=True)
-    process_limit = Integer(2048, help="Processes and threads of one kernel (a pids cgroup where the "
-                                       "grader may create one, and RLIMIT_NPROC, which Linux does not "
-                                       "enforce for root); 0: no limit. A lesson uses a few dozen; "
-                                       "numeric libraries start one thread per core").tag(config=True)
+    memory_limit_mb = Integer(4096, help="Memory of one kernel with all its processes, shared memory "
+                                         "and tmpfs files included, in MiB (a cgroup where the grader "
+                                         "may create one), and data memory per process (RLIMIT_DATA) "
+                                         "everywhere; 0: no limit. A lesson needs about 1 GiB.").tag(config=True)
+    process_limit = Integer(256, help="Processes and threads of one kernel (a pids cgroup where the "
+                                      "grader may create one, and RLIMIT_NPROC, which Linux does not "
+                                      "enforce for root); 0: no limit. Lesson 3 peaks at 17 on 2 "
+                                      "cores and about 205 on 64 (thread pools grow with the "
+                                      "kernel's CPUs; docs/instructors.md)").tag(config=True)
+    work_size_mb = Integer(512, help="Size of each of the kernel's writable file systems (its work "
+                                     "folder, /tmp and /dev/shm: tmpfs inside the sandbox), in MiB; "
+                                     "their files count against memory_limit_mb").tag(config=True)
+    copy_limit_mb = Integer(64, help="Files of the submission folder larger than this (MiB) are not "
+                                     "copied into the kernel's work folder").tag(config=True)
+    output_limit_kb = Integer(64, help="Of what the kernel process writes to its stdout and stderr "
+                                       "(start-up messages, crashes), this much reaches the grader's "
+                                       "stderr").tag(config=True)
     interrupt_with = CaselessStrEnum(["signal", "message"], default_value="signal",
                                      help="How a cell timeout interrupts the kernel: SIGINT sent to "
                                           "the kernel process inside the sandbox, or an "
@@ -193,7 +453,9 @@ class SandboxKernelManager(AsyncKernelManager):
 
     _rundir: str | None = None
     _workdir: str | None = None
-    _cgroup: Path | None = None
+    _inside_ip: str | None = None
+    _cgroups: list = []
+    limits_applied: list = []
 
     async def _async_pre_start_kernel(self, **kw):
         if self.enabled:
@@ -204,11 +466,15 @@ class SandboxKernelManager(AsyncKernelManager):
                                    f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
             self._workdir = os.path.realpath(kw.get("cwd") or os.getcwd())
             if self._rundir is None:   # kept across restarts: the connection file lives there
-                self._rundir = tempfile.mkdtemp(prefix="kb-")   # short: ipc socket paths are limited
+                self._rundir = tempfile.mkdtemp(prefix="kb-")
                 os.makedirs(os.path.join(self._rundir, "mpl"))
                 self._copy_font_cache(os.path.join(self._rundir, "mpl"))
+                # the sockets live in the sandbox's /tmp; the grader reaches them through /proc/PID/root
+                self._inside_ip = f"{KERNEL_TMP}/.kernel-{secrets.token_hex(8)}/k"
             self.transport = "ipc"
-            self.ip = os.path.join(self._rundir, "k")
+            self.ip = self._inside_ip
+            # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
+            kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             self.connection_file = os.path.join(self._rundir, "kernel.json")
         return await super()._async_pre_start_kernel(**kw)
 
@@ -223,25 +489,74 @@ class SandboxKernelManager(AsyncKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         if not self.enabled:
             return cmd
-        rundir = self._rundir
+        cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
+        cpus = str(kernel_cpus())
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+        for var in THREAD_VARS:
+            env.setdefault(var, cpus)
+        home = f"{KERNEL_TMP}/home"
         env.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
-                   HOME=rundir, IPYTHONDIR=os.path.join(rundir, "ipython"), MPLCONFIGDIR=os.path.join(rundir, "mpl"),
-                   JUPYTER_RUNTIME_DIR=rundir, JUPYTER_DATA_DIR=rundir, JUPYTER_CONFIG_DIR=rundir,
-                   TMPDIR=self._workdir, PYTHONSAFEPATH="1", PYTHONDONTWRITEBYTECODE="1")
+                   HOME=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
+                   JUPYTER_RUNTIME_DIR=f"{home}/.jupyter", JUPYTER_DATA_DIR=f"{home}/.jupyter",
+                   JUPYTER_CONFIG_DIR=f"{home}/.jupyter", TMPDIR=KERNEL_TMP, PYTHONSAFEPATH="1",
+                   PYTHONDONTWRITEBYTECODE="1")
         env.setdefault("LANG", "C.UTF-8")
         from utils.coursedir import REPO
 
-        hide = hidden_folders(str(REPO), os.getcwd(), self._workdir, rundir)
-        ro = python_paths() + [p for p in self.extra_readonly if os.path.isdir(p)]
-        mem = self.memory_limit_mb * 1024 * 1024
-        prefix = bwrap_command(self._workdir, rundir, hide=hide, ro=ro, env=env, bwrap=self.bwrap)
-        cmd = prefix + [sys.executable, "-S", "-c", _LAUNCH, str(mem), str(self.process_limit), *cmd]
-        remove_cgroup(self._cgroup)   # a restarted kernel gets a fresh group
-        self._cgroup = pids_cgroup(self.process_limit) if self.process_limit > 0 else None
-        if self._cgroup is not None:   # join the group before bwrap starts anything
-            cmd = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self._cgroup), *cmd]
+        roots = (str(REPO), os.getcwd(), self._workdir, self._rundir)
+        hide = hidden_folders(*roots)
+        ro = python_paths(str(REPO), os.getcwd()) + [p for p in self.extra_readonly if os.path.isdir(p)]
+        mem = self.memory_limit_mb << 20
+        work = self.work_size_mb << 20
+        prefix = bwrap_command(self._workdir, self._rundir, hide=hide, ro=ro, env=env, work_size=work,
+                               bwrap=self.bwrap)
+        launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
+                  SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
+        cmd = prefix + [sys.executable, "-S", "-c", _LAUNCH, *launch, *cmd]
+        for group in self._cgroups:   # a restarted kernel gets fresh groups
+            remove_cgroup(group)
+        self._cgroups, applied = kernel_cgroups(self.process_limit, mem)
+        if self._cgroups:   # join the groups before bwrap starts anything
+            join = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+            cmd = ["/bin/sh", "-c", join, "sh", *map(str, self._cgroups), "--", *cmd]
+        if mem and not any(a.startswith("memory") for a in applied):
+            applied.append(f"RLIMIT_DATA {self.memory_limit_mb} MiB per process only (no memory cgroup "
+                           f"could be made: shared memory is limited only by the tmpfs sizes)")
+        elif mem:
+            applied.append(f"RLIMIT_DATA {self.memory_limit_mb} MiB per process")
+        if self.process_limit and not any(a.startswith("pids") for a in applied):
+            applied.append(f"RLIMIT_NPROC {self.process_limit} (no pids cgroup could be made"
+                           f"{'; not enforced for root' if os.geteuid() == 0 else ''})")
+        applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
+                       f"{cpus} CPU(s) for thread pools")
+        self.limits_applied = applied
+        self.log.info("sandbox limits: %s", "; ".join(applied))
         return cmd
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        if self.enabled:
+            self.ip = f"/proc/{self._sandbox_pid()}/root{self._inside_ip}"
+            process = getattr(self.provisioner, "process", None)
+            if process is not None and process.stdout is not None:
+                threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
+                                 daemon=True).start()
+
+    def _sandbox_pid(self) -> int:
+        """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
+        import psutil
+
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                children = psutil.Process(self.provisioner.pid).children()
+            except psutil.Error:
+                children = []
+            if children:
+                return children[0].pid
+            if time.monotonic() > deadline:
+                raise SandboxError("the autograding sandbox did not start (bwrap made no process)")
+            time.sleep(0.005)
 
     # -- interrupts -------------------------------------------------------------------------------
     async def _async_interrupt_kernel(self):
@@ -283,8 +598,9 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
-            remove_cgroup(self._cgroup)
-            self._cgroup = None
+            for group in self._cgroups:
+                remove_cgroup(group)
+            self._cgroups = []
         if not restart and self._rundir:
             shutil.rmtree(self._rundir, ignore_errors=True)
             self._rundir = None
