@@ -59,10 +59,12 @@ PRESETS: dict[str, ModelConfig] = {
         ModelConfig("llama-3-8b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=14336,
                     vocab_size=128256, source="Meta Llama 3 model card; HF config.json"),
         # The course's toy models (lesson 3, course/toy_model.py). Sizes chosen so decode reads
-        # its weights from main memory, not from cache. toy-cpu: 107M parameters, 428 MB in fp32
-        # (13x a 32 MB L3), GQA with 4 query heads per KV head; a decode step takes tens of ms on
-        # 2 cores, so the lesson runs in about a minute. toy-gpu: 2.69B parameters, 5.4 GB in bf16
-        # (over 100x the H100's 50 MB L2), Llama-7B widths with 12 layers; plain multi-head
+        # its weights from main memory, not from cache. toy-cpu: 107M parameters, 428 MB in fp32,
+        # larger than the last-level cache of laptop and desktop CPUs (a few MB to about a hundred),
+        # though not of every server CPU (some carry several hundred MB): the lesson prints the ratio
+        # for the machine it runs on. GQA with 4 query heads per KV head; a decode step takes tens to
+        # hundreds of ms on 2 cores, depending on their load. toy-gpu: 2.69B parameters, 5.4 GB in
+        # bf16 (over 100x the H100's 50 MB L2), Llama-7B widths with 12 layers; plain multi-head
         # attention, so PyTorch's masked attention kernels need no GQA support.
         ModelConfig("toy-cpu", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=2816,
                     vocab_size=8192, source="this course"),

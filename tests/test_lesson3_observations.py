@@ -84,6 +84,13 @@ def test_sample_mistakes_lose_only_their_cells(reference, notebooks, tmp_path):
                                 "prefill_mfu_tests", "generate_without_cache_tests", "quiz_q1"}, verdicts
 
 
+@pytest.mark.parametrize("name", sorted(SAMPLES.MORE_MISTAKES))
+def test_each_further_mistake_loses_only_its_cell(name, reference, notebooks, tmp_path):
+    gid, source = SAMPLES.MORE_MISTAKES[name]
+    verdicts = compare_notebooks(reference, submission(notebooks, {gid: source}, tmp_path, name))
+    assert failed(verdicts) == {"predict_floors_tests"}, {g: v.message for g, v in verdicts.items()}
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLES.TIMING_MISTAKES))
 def test_each_timing_mistake_is_a_wrong_value_in_its_own_cell(name, reference, notebooks, tmp_path):
     overrides, lost = SAMPLES.TIMING_MISTAKES[name]

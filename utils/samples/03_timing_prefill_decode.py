@@ -388,3 +388,25 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
 ''',
     },
 }
+
+# Further misconceptions of one exercise, name -> (solution cell, source): each must lose only the
+# graded cell(s) of that exercise, visibly (the batch-8 check) and when graded.
+MORE_MISTAKES = {
+    # The FLOPs of one request only: a batch of B prompts computes as one.
+    "batch_left_out_of_flops": ("predict_floors", '''
+def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    weights = weight_bytes / bandwidth
+    cache = batch * prompt_len * kv_bytes_per_token / bandwidth
+    return {"ttft_s": max(2 * n_params * prompt_len / peak_flops, weights) + cache,
+            "tpot_s": max(2 * n_params / peak_flops, weights) + cache}
+'''),
+    # One cache of T tokens, as if the batch shared it: B x T x kv_bytes_per_token read as T x kv_bytes_per_token.
+    "batch_left_out_of_kv_bytes": ("predict_floors", '''
+def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    weights = weight_bytes / bandwidth
+    cache = prompt_len * kv_bytes_per_token / bandwidth
+    return {"ttft_s": max(2 * n_params * batch * prompt_len / peak_flops, weights) + cache,
+            "tpot_s": max(2 * n_params * batch / peak_flops, weights) + cache}
+'''),
+}
+MORE_MISTAKES = {k: (gid, v.strip("\n")) for k, (gid, v) in MORE_MISTAKES.items()}
