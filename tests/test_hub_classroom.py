@@ -485,6 +485,7 @@ def _scores(grade_output: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("with_setup", [True, False], ids=["with-setup", "earlier-steps-without-setup"])
 def test_a_class_on_one_server(base, with_setup):
+    TIMINGS.clear()
     t_start = time.monotonic()
     room = Class(base, with_setup)
     servers: dict[str, Server] = {}

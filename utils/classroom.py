@@ -341,6 +341,35 @@ print(json.dumps(changed))
 '''
 
 
+# Runs as the user: takes out what _WRITE_CONFIG put in, leaving the user's other settings.
+_UNDO_CONFIG = r'''
+import json, os, sys
+spec = json.loads(sys.argv[1])
+jdir = os.path.join(os.path.expanduser("~"), ".jupyter")
+nbcfg = os.path.join(jdir, "nbgrader_config.py")
+if os.path.exists(nbcfg) and spec["mark"] in open(nbcfg).read():
+    os.remove(nbcfg)
+    print("removed " + nbcfg)
+for path, keys in ((os.path.join(jdir, "labconfig", "page_config.json"), ("disabledExtensions",)),
+                   (os.path.join(jdir, "jupyter_server_config.json"), ("ServerApp", "jpserver_extensions"))):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (FileNotFoundError, ValueError):
+        continue
+    inner = data
+    for k in keys:
+        inner = inner.get(k, {}) if isinstance(inner, dict) else {}
+    names = spec["lab"] if keys[0] == "disabledExtensions" else spec["server"]
+    if any(n in inner for n in names):
+        for n in names:
+            inner.pop(n, None)
+        with open(path, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+        print("restored nbgrader's extensions in " + path)
+'''
+
+
 def user_config(room: Classroom, python: Path, name: str, instructor: bool) -> None:
     lines = [MARK + " (setup runs again overwrite it; remove this line to keep your own)",
              "c = get_config()  # noqa: F821",
@@ -449,15 +478,14 @@ def teardown(prefix: Path, delete_exchange: bool, delete_env: bool) -> list[str]
     state = load_record(prefix)
     done = []
     python = Path(state["env"]) / "bin" / "python"
-    undo = (r"import os, sys" "\n"
-            r"p = os.path.join(os.path.expanduser('~'), '.jupyter', 'nbgrader_config.py')" "\n"
-            r"if os.path.exists(p) and sys.argv[1] in open(p).read(): os.remove(p); print(p)")
     for name in [state["instructor"], *state["students"]]:
         if not _exists(name) or not python.exists():
             continue
-        res = as_user(name, [str(python), "-c", undo, MARK])
-        if res.stdout.strip():
-            done.append(f"removed {res.stdout.strip()}")
+        res = as_user(name, [str(python), "-c", _UNDO_CONFIG, json.dumps(
+            {"mark": MARK, "lab": INSTRUCTOR_LAB_EXTENSIONS, "server": INSTRUCTOR_SERVER_EXTENSIONS})])
+        done += [f"{name}: {line}" for line in res.stdout.splitlines()]
+        if res.returncode != 0:
+            done.append(f"{name}: could not undo the configuration: {res.stderr.strip()[-300:]}")
     if delete_exchange:
         course = Path(state["exchange"]) / state["course_id"]
         if course.exists():
