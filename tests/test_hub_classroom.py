@@ -365,7 +365,9 @@ class Class:
         return _check(res, " ".join(args))
 
     def inbound_folder(self, student: str) -> Path:
-        found = sorted((self.exchange / COURSE_ID / "inbound").glob(f"{student}+{LESSON}+*"))
+        """The student's newest own submission folder in the exchange."""
+        found = sorted(p for p in (self.exchange / COURSE_ID / "inbound").glob(f"{student}+{LESSON}+*")
+                       if p.stat().st_uid == self.users.uid(student))
         assert found, f"no submission of {student} in the exchange"
         return found[-1]
 
@@ -461,10 +463,17 @@ def _squat_before_release(room: Class) -> str | None:
 
 def _plant(room: Class) -> None:
     """Bob, who has learnt the name of alice's submission folder, replaces her notebook with one
-    that answers nothing and adds a file of his own."""
+    that answers nothing and adds a file of his own; and, where the course's collect is used,
+    submits a folder in alice's name dated in the future, so that it is the newest."""
     folder = room.inbound_folder(room.alice)
     _check(_sh(room.bob, f"rm -f '{folder}/{NB}' && cat > '{folder}/{NB}' && echo planted > '{folder}/planted.txt'",
                input=room.answered(NOTHING)), "bob plants into alice's submission")
+    if not room.with_setup:   # (nbgrader's collect would take it, and alice's feedback would be lost)
+        return
+    forged = folder.parent / f"{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged"
+    _check(_sh(room.bob, f"mkdir '{forged}' && cat > '{forged}/{NB}' && echo '2099-01-01 00:00:00.000000 UTC' "
+                         f"> '{forged}/timestamp.txt'", input=room.answered(NOTHING)),
+           "bob submits in alice's name")
 
 
 # --- the test -------------------------------------------------------------------------------------
@@ -538,6 +547,7 @@ def test_a_class_on_one_server(base, with_setup):
             leaks.append("plant a file into another's submission that gets collected")
         if with_setup:
             assert f"{NB}: written by {room.bob}" in collected and "planted.txt" in collected, collected
+            assert f"named for {room.alice} but owned by {room.bob}" in collected, collected
             refused = room.course / "refused" / room.alice / LESSON
             assert len(list(refused.glob(f"*/{NB}"))) == 1 and len(list(refused.glob("*/planted.txt"))) == 1
             assert not (a_sub / NB).exists() and not (a_sub / "planted.txt").exists()

@@ -73,10 +73,10 @@ class OwnerCheckedCollect(ExchangeCollect):
     its name and only warns when its owner is someone else. Here a folder named for alice but
     owned by bob is skipped (alice's newest own folder is collected instead), and a file or folder
     inside alice's submission that bob wrote, a link, or anything but a plain file or folder is not
-    copied to submitted/. Nothing is lost: each refused entry is logged (lines starting with
+    copied to submitted/. Nothing is lost: each refused entry is logged (log lines with
     REFUSED), copied when it is a plain file to `refused/STUDENT/LESSON/FOLDER/`, never graded, and
     left where it was in the exchange. Owners are read from the open file (fstat), so a file
-    swapped between the check and the copy is not taken. With `CollectApp.check_owner = False`
+    swapped between the check and the copy is not taken. With `ExchangeCollect.check_owner = False`
     (all students share one Unix account, as in some containers) it is nbgrader's collect."""
 
     def _owner_uid(self, student: str) -> int | None:
@@ -114,10 +114,15 @@ class OwnerCheckedCollect(ExchangeCollect):
     def do_copy(self, src, dest, log=None):
         if not self.check_owner:
             return super().do_copy(src, dest)
-        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
-            raise RuntimeError(f"Directory size is too big: {src}")
         student = self._path_to_record(src)["username"]
         uid = self._owner_uid(student)
+        st = os.lstat(src)   # checked again: without the sticky bit on inbound it may have been swapped
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+            self.log.warning(f"{REFUSED} submission {src}: no longer a folder owned by {student}; not collected")
+            os.makedirs(dest, exist_ok=True)
+            return
+        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
+            raise RuntimeError(f"Directory size is too big: {src}")
         ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
                                  max_file_size=self.coursedir.max_file_size, log=self.log)
         lesson = self.coursedir.assignment_id
