@@ -48,6 +48,9 @@ if _tools:
     from utils.nbgrader_plugins import install as _install_plugins
 
     _install_plugins(c)
+    # Collect takes from each submission in the exchange only the files its student owns: on one
+    # server anyone who learns a submission folder's name can write into it (utils/workflow.py).
+    c.ExchangeFactory.collect = "utils.workflow.OwnerCheckedCollect"
 else:
     from nbconvert.preprocessors import Preprocessor as _Preprocessor
 

@@ -1,9 +1,32 @@
 #!/usr/bin/env bash
 # Install the Debian packages listed in utils/system-packages.txt that are missing, when this
 # machine allows it (apt-get present and running as root). Tests that need a package that could
-# not be installed skip with a message naming it. Prints what it did.
+# not be installed skip with a message naming it. Then the npm packages of utils/npm-packages.txt
+# (JupyterHub's proxy), globally with npm, when running as root with npm present. Prints what it did.
 set -u
-list="$(dirname "$0")/system-packages.txt"
+here="$(dirname "$0")"
+
+install_npm_packages() {
+  local npmlist="$here/npm-packages.txt" want=() missing=() spec name have
+  [ -f "$npmlist" ] || return 0
+  mapfile -t want < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' -e '/^$/d' "$npmlist")
+  for spec in "${want[@]}"; do
+    name="${spec%@*}"
+    have="$(npm ls -g --depth=0 --parseable --long "$name" 2>/dev/null | sed -n 's/^[^:]*:\(.*\)$/\1/p' | head -n 1)"
+    [ "$have" = "$spec" ] || missing+=("$spec")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "npm packages present: ${want[*]}"
+  elif ! command -v npm >/dev/null || [ "$(id -u)" != 0 ]; then
+    echo "npm packages missing and not installable here (need root and npm): ${missing[*]}; tests that need them will skip"
+  else
+    echo "installing npm packages: ${missing[*]}"
+    npm install -g --no-fund --no-audit --silent "${missing[@]}" >/dev/null 2>&1 \
+      || echo "could not install some of: ${missing[*]}; tests that need them will skip"
+  fi
+}
+trap install_npm_packages EXIT
+list="$here/system-packages.txt"
 [ -f "$list" ] || exit 0
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' -e '/^$/d' "$list")
 [ ${#wanted[@]} -gt 0 ] || exit 0

@@ -8,20 +8,30 @@
     python -m utils.workflow sandbox DIR                  # a tiny two-lesson course to rehearse on
 
 Grading itself is `python -m utils.grade`, the class report `python -m utils.report`.
-Every command takes --exchange DIR (default: nbgrader's Exchange.root, /srv/nbgrader/exchange, or
-what nbgrader_config.py sets) and --course DIR (default: this repository).
+Every command takes --exchange DIR (default: nbgrader's Exchange.root,
+/usr/local/share/nbgrader/exchange, or what an nbgrader_config.py sets) and --course DIR (default:
+this repository).
+
+Collecting takes from each submission only what its student owns (OwnerCheckedCollect, below):
+on one server every student can write into the others' submission folders once they know their
+names, and nbgrader alone would collect what was planted there.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import os
 import shutil
+import stat
 import sys
 from pathlib import Path
 
+from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.utils import ignore_patterns
+
 from utils import nbauthor as A
-from utils.coursedir import REPO, ToolError, scratch_config
-from utils.grade import run_nbgrader
+from utils.coursedir import REPO, ToolError, run_nbgrader, scratch_config
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
 # "-1" suffix for a resubmission), or plainly "doe_two_phases.ipynb". student_id is the part
@@ -49,10 +59,139 @@ def release(root: Path, lesson: str, exchange: Path | None = None) -> str:
     return _run(["release_assignment", lesson, "--force"], root, exchange)
 
 
-def collect(root: Path, lesson: str, exchange: Path | None = None) -> list[str]:
-    """Copy the latest submission of every student from the exchange into submitted/.
-    Returns the students who have a submission of `lesson` afterwards."""
-    _run(["collect", lesson, "--update"], root, exchange)
+REFUSED = "REFUSED"         # starts every log line of OwnerCheckedCollect about what it left out
+COLLECT_CLASS = "utils.workflow.OwnerCheckedCollect"   # nbgrader_config.py names it too
+
+
+class OwnerCheckedCollect(ExchangeCollect):
+    """nbgrader's collect (`--update`, due dates and all), except that on a shared file system a
+    student's submission is taken only from a folder that student owns, and only the files in it
+    that the student owns.
+
+    nbgrader's submit leaves each submission folder in `inbound/` writable by everyone (mode 0777)
+    and names it `STUDENT+LESSON+TIMESTAMP+RANDOM`; nbgrader's collect takes the newest folder by
+    its name and only warns when its owner is someone else. Here a folder named for alice but
+    owned by bob is skipped (alice's newest own folder is collected instead), and a file or folder
+    inside alice's submission that bob wrote, a link, or anything but a plain file or folder is not
+    copied to submitted/. Nothing is lost: each refused entry is logged (log lines with
+    REFUSED), copied when it is a plain file to `refused/STUDENT/LESSON/FOLDER/`, never graded, and
+    left where it was in the exchange. Owners are read from the open file (fstat), so a file
+    swapped between the check and the copy is not taken. With `ExchangeCollect.check_owner = False`
+    (all students share one Unix account, as in some containers) it is nbgrader's collect."""
+
+    def _owner_uid(self, student: str) -> int | None:
+        import pwd
+        try:
+            return pwd.getpwnam(student).pw_uid
+        except KeyError:
+            return None
+
+    def init_src(self):
+        super().init_src()
+        if not self.check_owner:
+            return
+        pattern = os.path.join(self.inbound_path, f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*")
+        by_student: dict[str, list[dict]] = {}
+        for path in glob.glob(pattern):
+            rec = self._path_to_record(path)
+            st = os.lstat(path)
+            uid = self._owner_uid(rec["username"])
+            if stat.S_ISDIR(st.st_mode) and uid is not None and st.st_uid == uid:
+                by_student.setdefault(rec["username"], []).append(rec)
+            else:
+                what = "not a folder" if not stat.S_ISDIR(st.st_mode) else (
+                    f"no user {rec['username']} on this system" if uid is None else f"owned by {_user(st.st_uid)}")
+                self.log.warning(f"{REFUSED} submission {path}: named for {rec['username']} but {what}; "
+                                 "not collected, left in the exchange")
+        chosen = []
+        for records in by_student.values():
+            records = self._sort_by_timestamp(records)
+            if self.duedate is not None and self.before_duedate:
+                records = [r for r in records if r["timestamp"] <= self.duedate] or records
+            chosen.append(records[0])
+        self.src_records = chosen
+
+    def do_copy(self, src, dest, log=None):
+        if not self.check_owner:
+            return super().do_copy(src, dest)
+        student = self._path_to_record(src)["username"]
+        uid = self._owner_uid(student)
+        st = os.lstat(src)   # checked again: without the sticky bit on inbound it may have been swapped
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
+            self.log.warning(f"{REFUSED} submission {src}: no longer a folder owned by {student}; not collected")
+            os.makedirs(dest, exist_ok=True)
+            return
+        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
+            raise RuntimeError(f"Directory size is too big: {src}")
+        ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
+                                 max_file_size=self.coursedir.max_file_size, log=self.log)
+        lesson = self.coursedir.assignment_id
+        refused_dir = Path(self.coursedir.root) / "refused" / student / lesson / os.path.basename(src)
+        os.makedirs(dest, exist_ok=True)
+        for dirpath, dirnames, filenames in os.walk(src):
+            rel = os.path.relpath(dirpath, src)
+            ignored = set(ignore(dirpath, dirnames + filenames))
+            for name in list(dirnames):
+                path = os.path.join(dirpath, name)
+                st = os.lstat(path)
+                if name in ignored or st.st_uid != uid:
+                    dirnames.remove(name)
+                    if name not in ignored:
+                        self._refuse(path, f"a folder owned by {_user(st.st_uid)}, not {student}", None, refused_dir, rel)
+                    continue
+                os.makedirs(os.path.join(dest, rel, name), exist_ok=True)
+            for name in filenames:
+                if name in ignored:
+                    continue
+                path = os.path.join(dirpath, name)
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                except OSError as err:
+                    self._refuse(path, f"a link or unreadable ({err.strerror})", None, refused_dir, rel)
+                    continue
+                with os.fdopen(fd, "rb") as f:
+                    st = os.fstat(f.fileno())
+                    if not stat.S_ISREG(st.st_mode):
+                        self._refuse(path, "not a plain file", None, refused_dir, rel)
+                    elif st.st_uid != uid:
+                        self._refuse(path, f"written by {_user(st.st_uid)}, not {student}", f, refused_dir, rel)
+                    else:
+                        target = os.path.join(dest, rel, name)
+                        with open(target, "wb") as out:
+                            shutil.copyfileobj(f, out)
+                        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def _refuse(self, path: str, why: str, f, refused_dir: Path, rel: str) -> None:
+        kept = ""
+        if f is not None:
+            target = refused_dir / rel / os.path.basename(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "wb") as out:
+                shutil.copyfileobj(f, out)
+            kept = f", a copy is in {target}"
+        self.log.warning(f"{REFUSED} {path}: {why}; not collected, not graded, left in the exchange{kept}")
+
+
+def _user(uid: int) -> str:
+    import pwd
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def collect(root: Path, lesson: str, exchange: Path | None = None, check_owner: bool | None = None) -> list[str]:
+    """Copy the latest submission of every student from the exchange into submitted/, taking
+    from each only what its student owns (OwnerCheckedCollect; what it leaves out is printed).
+    check_owner: None keeps the course's setting (ExchangeCollect.check_owner, on unless the
+    config turns it off). Returns the students who have a submission of `lesson` afterwards."""
+    args = ["collect", lesson, "--update", f"--ExchangeFactory.collect={COLLECT_CLASS}"]
+    if check_owner is not None:
+        args.append(f"--ExchangeCollect.check_owner={check_owner}")
+    log = _run(args, root, exchange)
+    for line in log.splitlines():
+        if REFUSED in line:
+            print("collect: " + line.split(REFUSED, 1)[1].strip())
     base = Path(root) / "submitted"
     return sorted(d.name for d in base.iterdir() if (d / lesson).is_dir()) if base.is_dir() else []
 
@@ -142,10 +281,14 @@ def sandbox_lessons() -> dict[str, tuple[str, list]]:
     return {"01_tiny": ("tiny.ipynb", tiny), "02_other": ("other.ipynb", other)}
 
 
-def sandbox(root: Path, cell_timeout: int | None = None, extra_config: str = "") -> Path:
-    """A course directory at `root` with the two sandbox lessons in source/ and release/ built."""
+def sandbox(root: Path, cell_timeout: int | None = None, extra_config: str = "", one_account: bool = True) -> Path:
+    """A course directory at `root` with the two sandbox lessons in source/ and release/ built.
+    one_account: one Unix account plays every student (a rehearsal), so collect cannot check
+    that a submission's files belong to the student named in it; False keeps the check."""
     root = Path(root)
     extra = f"\nc.Execute.timeout = {int(cell_timeout)}\n" if cell_timeout else ""
+    if one_account:
+        extra += "\n# a rehearsal: one account plays every student, so owners cannot be checked\nc.ExchangeCollect.check_owner = False\n"
     scratch_config(root, REPO, extra + extra_config)
     for lesson, (name, cells) in sandbox_lessons().items():
         A.write(root / "source" / lesson / name, cells)
