@@ -2,33 +2,20 @@
 
     python -m utils.grade [LESSON ...] [--workers N] [--cell-timeout S] [--show-hidden-tests] [--course DIR]
 
-Like an nbgrader app, in four steps per lesson:
+Per lesson, like an nbgrader app: plan (read the submissions: a missing, unreadable, linked or
+other lesson's notebook scores 0 with the reason; what nbgrader will repair; the reference
+solution's observations, run once and cached, utils/grading/reference.py) -> run (parallel
+workers, each one `nbgrader autograde` in a private work folder holding copies of the submissions,
+every kernel in the sandbox; the course's steps in utils/grading/ judge each graded cell outside
+the student's kernel; a worker's result is read from its graded notebooks: verdicts and notes)
+-> record (the gradebook: a worker's SQLite copy merged one at a time, or a database server
+written directly; zeros for unusable submissions) -> report (one line per student, feedback HTML
+without hidden tests unless --show-hidden-tests, grades.csv).
 
-  plan    read the files: which students submitted, is each notebook there, a regular file,
-          readable, of this lesson (else it scores 0 with the reason); what nbgrader will repair
-          (deleted, edited or copied cells); the reference solution's observations (run once, in
-          a trusted kernel, and cached: utils/grading/reference.py; a reference that cannot be
-          judged against stops grading before anything is graded).
-  run     parallel workers, each one `nbgrader autograde` in a private work folder holding copies
-          of the submissions (regular files only); every kernel in the bubblewrap sandbox. nbgrader
-          runs the course's steps (utils/grading/): the graded cells only observe, the grader
-          judges them against the reference outside the student's process and writes one verdict
-          per graded cell. A worker's result is read from its graded notebooks: each cell's
-          verdict and the notes the steps left (a timeout, a replaced kernel, cut output, ...).
-  record  the grades into the course's gradebook (SQLite: each worker wrote its own copy, merged
-          here one at a time; a database server: the workers wrote to it directly); a zero for
-          every graded cell of an unusable submission.
-  report  one line per student (score, why a zero, what was repaired or cut), feedback HTML
-          (hidden tests left out unless --show-hidden-tests) and grades.csv.
-
-Submissions in submitted/ are never modified (their hashes are compared before and after). One
-bad submission never stops the others: an endless loop costs its cell (Execute.timeout), a dead
-or hung kernel is replaced and grading goes on, a grader that dies on a submission is retried on
-that submission alone. The command exits 1 when a submission scored zero as unusable, a WARNING
-line was printed, or the feedback or grades.csv export failed.
-
-Workers (--workers, default: the number of CPU cores) each run on their own cores (CPU affinity,
-which the kernels inherit; see the benchmark in docs).
+Submissions are never modified (hashes compared before and after). One submission never costs
+another its grade: a worker that fails on several is retried on each alone. Exit 1 when a
+submission scored zero as unusable, a WARNING was printed, or feedback or the export failed.
+Workers (default: the CPU cores) each run on their own cores (see the benchmark in docs).
 """
 
 from __future__ import annotations

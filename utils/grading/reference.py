@@ -1,19 +1,13 @@
 """ReferenceObservations: what the reference solution observes, for Verdicts to judge against.
 
-Before Execute, the lesson's source notebook (the reference solution, with its hidden tests) runs
-in a trusted kernel: no sandbox, NBGRADER_EXECUTION=autograde, the same thread and backend
-variables the sandbox passes to students' kernels, its working folder a temporary copy of the
-lesson's source folder. Its graded test cells' observations go into `resources` under
-RESOURCE_KEY; the expected values never enter a student's kernel.
-
-The run is cached as JSON under `cache_dir` (default: the course root's `.grading-cache/`, which
-no sandboxed kernel can see), keyed by a sha256 of the source notebook, the `course` package's
-files and the installed library versions; a file lock lets parallel graders share one run, so a
-lesson's reference runs at most once per grading run, and again only when one of those changes.
-
-A reference that cannot be judged against is refused, and nothing is graded: a graded cell that
-raises, repeats a label, or observes nothing the student cannot see (a hidden test, or a quiz
-answer). So is a source whose graded cells differ from the ones the gradebook was built with.
+Before Execute, the lesson's source notebook runs in a trusted kernel (no sandbox; cwd a temporary
+copy of its folder; NBGRADER_EXECUTION=autograde and the variables the sandbox passes to students'
+kernels, so both shrink their work alike). Its graded cells' observations go into resources; their
+values never enter a student's kernel. The run is cached as JSON in `cache_dir` (default: the
+course root's `.grading-cache/`, which no sandboxed kernel sees), keyed by a sha256 of the source
+notebook, the `course` package's files and the library versions, under a file lock shared by
+parallel graders. A reference is refused, and nothing graded, when a graded cell raises, repeats a
+label or observes nothing the student cannot see, or differs from the gradebook's copy of it.
 """
 
 from __future__ import annotations
