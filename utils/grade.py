@@ -285,10 +285,6 @@ class WorkerResult:
     log: str = ""
     killed: bool = False
 
-    @property
-    def abnormal(self) -> bool:
-        return self.killed or self.rc not in (0, 1)
-
 
 def _copy_submission(src: Path, dest: Path, rename: str | None, nb_name: str) -> None:
     """Copy regular files and folders only (symbolic links and devices are never followed)."""
@@ -392,7 +388,7 @@ def _fail(g: "Grading", p: Plan, result: WorkerResult, students: list[str]) -> N
     for s in students:
         if result.killed:
             reason = f"grading stalled and was stopped after {g.watchdog:g} s"
-        elif result.abnormal:
+        elif result.rc not in (0, 1):
             reason = f"the grading process was killed (exit {result.rc}) while grading this submission; its code may have killed it"
         else:
             reason = f"nbgrader could not grade it: {_failure_reason(result.log)}"

@@ -1,9 +1,6 @@
-"""What the course's nbgrader preprocessors share: which cells are graded tests, and the notes
-each step leaves in the graded notebook for `utils.grade` to report per student.
-
-Notes live in the notebook's metadata under NOTES_KEY as {"event", "cell", "text"} records.
-SafeOverwriteCells empties them first (a submission's own metadata is never believed), so what
-`utils.grade` reads back from autograded/ was written by the grader's steps only.
+"""What the course's steps share: which cells are graded tests, and the notes each step leaves in
+the graded notebook's metadata (NOTES_KEY: {"event", "cell", "text"} records) for utils.grade's
+report. SafeOverwriteCells empties them first: a submission's own metadata is never believed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""SafeExecute: nbgrader's Execute with every kernel in the bubblewrap sandbox, and a submission
-that kills or hangs its kernel losing only that cell.
-
-A kernel that dies (os._exit, a signal, a crash) or ignores the interrupt after a timed-out cell is
-replaced: the cell gets an error, a fresh kernel re-runs the cells before it (outputs discarded)
-and grading goes on, so the cells that worked keep their points. Nothing here judges a cell:
-Verdicts (verdicts.py) does, from the outputs, outside the kernel.
+"""SafeExecute: nbgrader's Execute with every kernel in the bubblewrap sandbox (utils/sandbox.py),
+where a kernel that dies or ignores the interrupt costs only its cell: the cell gets an error, a
+fresh kernel re-runs the cells before it (outputs discarded) and grading goes on. It judges
+nothing; Verdicts does, outside the kernel.
 """
 
 from __future__ import annotations

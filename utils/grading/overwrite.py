@@ -1,12 +1,8 @@
-"""SafeOverwriteCells: nbgrader's OverwriteCells that does not lose a submission holding a copied
-cell (a duplicate grade id) or a cell with an unknown grade id, and restores each cell's role
-(solution, graded, points) from the gradebook.
-
-nbgrader's DeduplicateIds empties the metadata of a copied cell, and OverwriteCells deletes the
-grade id of a cell the gradebook does not know; its add_missing_cells step then failed with
-KeyError 'grade_id' and the whole submission was lost. Such cells become plain cells here: they
-still run, they grade nothing. It is the first of the course's steps, so it also empties the
-grading notes a submission may carry in its metadata (base.py).
+"""SafeOverwriteCells: nbgrader's OverwriteCells that restores each cell's role (solution, graded,
+points) from the gradebook and does not lose a submission holding a copied cell or an unknown
+grade id (nbgrader's add_missing_cells failed on them with KeyError 'grade_id'): such cells become
+plain cells that run and grade nothing. As the first course step, it empties the grading notes a
+submission may carry in its metadata (base.py).
 """
 
 from __future__ import annotations

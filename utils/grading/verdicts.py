@@ -1,16 +1,9 @@
-"""Verdicts: right after Execute, each graded test cell's outputs are replaced by the grader's verdict.
-
-The student's kernel only computed: its graded cells emitted observations (course/observe.py).
-Here, outside that kernel, each graded test cell's observations are judged against the reference
-solution's (utils.grading.observations.judge, under the reference's rules) and ALL the cell's
-outputs are replaced by exactly one:
-
-  pass     a stdout stream "✔ all N checks match the reference solution (v visible, h hidden)"
-  failure  one error output: CheckFailed (or, when the kernel reported an error in the cell, that
-           error's type), a one-line value, a one-line traceback
-
-so nothing the kernel wrote (an execute_result nbgrader would read as partial credit, stderr, a
-forged observation or message) reaches SaveAutoGrades, the gradebook copy or the feedback.
+"""Verdicts: right after Execute, judge each graded test cell's observations against the reference's
+(observations.judge, under the reference's rules) and replace ALL the cell's outputs by one: a
+stdout line "✔ all N checks match the reference solution (v visible, h hidden)", or one error
+(CheckFailed, or the type of the error the cell raised) with a one-line value and traceback. So
+nothing the kernel wrote (an execute_result nbgrader reads as partial credit, stderr, a forged
+observation or message) reaches SaveAutoGrades, the gradebook copy or the feedback.
 """
 
 from __future__ import annotations
