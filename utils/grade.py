@@ -424,6 +424,10 @@ def record(g: "Grading", p: Plan, result: WorkerResult, students: list[str]) -> 
         for path in done.glob("*.ipynb"):   # the graded notebook, nothing else a kernel left there
             if path.is_file() and not path.is_symlink():
                 shutil.copyfile(path, dest / path.name)
+        for name in ("timestamp.txt", "submission_secret.txt"):   # nbgrader's feedback needs them: the originals
+            kept = g.root / "submitted" / s / p.lesson / name
+            if kept.is_file() and not kept.is_symlink():
+                shutil.copyfile(kept, dest / name)
     if students and g.settings.sqlite_path is not None:
         with g.lock:
             _merge(f"sqlite:///{result.work / 'gradebook.db'}", g.settings.db_url, g.settings.course_id,
