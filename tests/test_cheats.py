@@ -178,7 +178,7 @@ def test_the_verdicts_say_what_went_wrong(graded):
     _, outcomes, _ = graded
     said = {s: o.verdicts["add_test"][1] for s, o in outcomes.items() if s in ADD_CHEATS}
     assert "hidden test 'add(0.1, 0.2)' does not match" in said["forging_observe"]
-    assert "more check(s) than the reference" in said["extra_observation"]
+    assert "the test cell did not run as written" in said["extra_observation"]
     assert "check 2 should be 'add(0.1, 0.2)'" in said["forged_observation"]
     assert "check 1 should be 'add(1, 2)'" in said["rebound_checks"]
     assert said["excepthook"].startswith("NotImplementedError: not yet")
