@@ -23,12 +23,14 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # c.SandboxKernelManager.memory_limit_mb = 4096   # per kernel process
 # c.SandboxKernelManager.process_limit = 256
 
-# The course's grading plugins (utils/nbgrader_plugins.py): the sandbox, survive a dead or hung
-# kernel, prove that each test cell ran to its end untampered, cap gigantic outputs, do not zero
-# a correct cell for a warning on stderr, and keep hidden tests out of feedback
-# (`--HideHiddenTests.enabled=False` shows them). They are found beside this file, under
-# $COURSE_TOOLS, or in the repository whose .venv runs nbgrader. Without them nothing is graded:
-# every autograde and feedback step fails with a message saying so.
+# The course's grading (utils/grading/): graded test cells only observe values in the student's
+# kernel; the grader runs the same cells on the reference solution (source/) in a trusted kernel
+# and judges each cell outside the student's process, replacing its outputs by one verdict line.
+# Also: the sandbox, surviving a dead or hung kernel, capping gigantic outputs, and keeping hidden
+# tests out of feedback (`--HideHiddenTests.enabled=False` shows them). The reference runs are
+# cached in .grading-cache/ (c.ReferenceObservations.cache_dir). The plugins are found beside this
+# file, under $COURSE_TOOLS, or in the repository whose .venv runs nbgrader. Without them nothing is
+# graded: every autograde and feedback step fails with a message saying so.
 import os as _os
 import sys as _sys
 
@@ -36,7 +38,7 @@ import sys as _sys
 def _course_tools():
     here = _os.path.dirname(_os.path.abspath(__file__))
     for root in (here, _os.environ.get("COURSE_TOOLS", ""), _os.path.dirname(_sys.prefix)):
-        if root and _os.path.isfile(_os.path.join(root, "utils", "nbgrader_plugins.py")):
+        if root and _os.path.isfile(_os.path.join(root, "utils", "grading", "__init__.py")):
             return root
     return None
 
@@ -45,7 +47,7 @@ _tools = _course_tools()
 if _tools:
     if _tools not in _sys.path:
         _sys.path.insert(0, _tools)
-    from utils.nbgrader_plugins import install as _install_plugins
+    from utils.grading import install as _install_plugins
 
     _install_plugins(c)
     # Collect takes from each submission in the exchange only the files its student owns: on one
@@ -54,9 +56,9 @@ if _tools:
 else:
     from nbconvert.preprocessors import Preprocessor as _Preprocessor
 
-    _MISSING = ("the course's grading plugins (utils/nbgrader_plugins.py) were not found beside "
+    _MISSING = ("the course's grading plugins (utils/grading/) were not found beside "
                 "nbgrader_config.py, under $COURSE_TOOLS or beside the Python environment; nothing is "
-                "graded without them (no sandbox, hidden tests would reach the feedback)")
+                "graded without them (no sandbox, no reference, hidden tests would reach the feedback)")
 
     class PluginsMissing(_Preprocessor):
         def preprocess(self, nb, resources):

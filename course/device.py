@@ -168,19 +168,6 @@ def _median_seconds(stmt: str, env: dict, min_run_time: float) -> float:
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
-def measure_copy_bandwidth(device: torch.device | str = "cpu", nbytes: int = 256 * 2**20,
-                           min_run_time: float = 1.0) -> float:
-    """Bytes/s of dst.copy_(src) for two `nbytes` buffers, counting the read and the write.
-
-    Pick `nbytes` well above the last-level cache (CPU L3, GPU L2) or this measures the cache."""
-    device = torch.device(device)
-    n = max(1, nbytes // 4)
-    src = torch.ones(n, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    seconds = _median_seconds("dst.copy_(src)", {"dst": dst, "src": src}, min_run_time)
-    return 2 * src.nbytes / seconds
-
-
 def measure_read_bandwidth(device: torch.device | str = "cpu", nbytes: int = 256 * 2**20,
                            min_run_time: float = 1.0) -> float:
     """Bytes/s of summing an `nbytes` buffer: a pure read, the access pattern of decode's weights.

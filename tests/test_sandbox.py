@@ -4,8 +4,8 @@ submission's work folder changes, no process outlives grading, and a memory bomb
 One scratch course (utils.workflow.sandbox: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
 points, plus a one-question quiz lesson 03_quiz) holds every submission; it is graded once with
 `utils.grade` (two workers). Each cheat below gave full marks, or harmed others, before every
-autograding kernel ran in the bubblewrap sandbox (utils/sandbox.py) and each graded test cell had
-to prove that it ran to its end in an untampered kernel (utils/nbgrader_plugins.py).
+autograding kernel ran in the bubblewrap sandbox (utils/sandbox.py) and before the grade was
+decided outside the kernel (utils/grading/; the in-kernel cheats are in test_cheats.py).
 
 The tests at the end start kernels with `SandboxKernelManager` alone: what a kernel can read of
 the course checkout by any path, what it leaves in its work folder (nothing of it reaches the
@@ -102,9 +102,7 @@ subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', 'LINGER-
 def quiz_cells() -> list:
     return [A.md("# Quiz", "quiz_intro"),
             A.solution("q1_answer", "### BEGIN SOLUTION\nq1 = 'c'\n### END SOLUTION"),
-            A.tests("q1_test", 1, "assert isinstance(q1, str) and q1.strip().lower() in 'abcd', 'one letter'\n"
-                    "### BEGIN HIDDEN TESTS\nassert type(q1) is str and q1.strip().lower() == 'c', 'not c'\n"
-                    "### END HIDDEN TESTS")]
+            A.tests("q1_test", 1, "from course.quiz import check_choice\ncheck_choice('q1', q1, 'abcd')")]
 
 
 EVERYTHING = ("class S(str):\n    def __eq__(self, other): return True\n    __hash__ = str.__hash__\n"
@@ -260,25 +258,6 @@ def test_no_cheat_earns_a_point(graded, student):
     assert _total(course, LESSON, student) == 0, outcomes[(LESSON, student)].line()
 
 
-@pytest.mark.parametrize("student", ["input_transformer", "ast_transformer", "exception_handler"])
-def test_tampering_is_reported_for_review(graded, student):
-    _, outcomes, *_ = graded
-    assert "REVIEW" in " ".join(outcomes[(LESSON, student)].notes), outcomes[(LESSON, student)].line()
-
-
-@pytest.mark.parametrize("student", ["print_keeps_quiet", "secret_reader", "vandal"])
-def test_code_that_reaches_into_the_kernel_or_processes_is_flagged_before_it_runs(graded, student):
-    _, outcomes, *_ = graded
-    assert any(n.startswith("REVIEW: cell 'add' reaches into") for n in outcomes[(LESSON, student)].notes)
-
-
-@pytest.mark.parametrize("student", ["good_a", "fair_shadows_sum"])
-def test_fair_code_is_not_flagged(graded, student):
-    _, outcomes, *_ = graded
-    lesson = QUIZ if student.startswith("fair") else LESSON
-    assert not any("REVIEW" in n for n in outcomes[(lesson, student)].notes)
-
-
 def test_the_secret_reader_found_nothing(graded):
     course, *_ = graded
     nb = nbformat.read(str(course / "autograded" / "secret_reader" / LESSON / NB), as_version=4)
@@ -375,7 +354,7 @@ def test_plain_nbgrader_autograde_is_sandboxed_and_fails_closed(tmp_path):
     # where bubblewrap cannot run, nothing is graded, and the command says why
     proc = nbgrader(["autograde", LESSON, "--force", "--SandboxKernelManager.bwrap=no-such-bwrap"],
                     cwd=course, check=False)
-    assert proc.returncode != 0 and "sandbox cannot run" in proc.stdout + proc.stderr
+    assert proc.rc != 0 and "sandbox cannot run" in proc.log
     with open(course / "nbgrader_config.py", "a") as f:
         f.write("\nc.SandboxKernelManager.bwrap = 'no-such-bwrap'\n")
     with pytest.raises(ToolError, match="sandbox cannot run.*enabled = False"):
@@ -415,29 +394,6 @@ def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
     assert uid == "65534"
     assert content["status"] == "error" and content["ename"] == "KeyboardInterrupt"
     assert status == "ok"   # the kernel survived the interrupt
-
-
-def test_the_builtins_a_test_relies_on_are_read_from_its_code():
-    from utils.nbgrader_plugins import builtin_names
-
-    names = builtin_names("if __name__:\n    pass\nfor _ in range(2):\n    assert type(q1) is str and abs(x) < 1")
-    assert names == ("abs", "range", "str", "type")   # module dunders and `_` are the kernel's own
-
-
-@pytest.mark.parametrize("code, flagged", [
-    ("def add(a, b):\n    return a + b", []),
-    ("%timeit add(1, 2)\nimport numpy as np", []),
-    ("get_ipython().input_transformers_cleanup.append(f)", ["get_ipython"]),
-    ("import sys\nsys.modules['x'] = 1", ["sys.modules"]),
-    ("().__class__.__mro__[1].__subclasses__()", ["__mro__", "__subclasses__"]),
-    ("!cat /etc/passwd", ["get_ipython"]),
-    ("import ctypes\n%timeit -n 1 f()", ["ctypes"]),
-])
-def test_the_static_read_flags_only_reaching_into_the_interpreter(code, flagged):
-    from utils.review import reaches_into
-
-    found = reaches_into(code)
-    assert set(flagged) <= set(found) if flagged else found == []
 
 
 def _cgroups_here() -> bool:

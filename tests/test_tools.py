@@ -22,26 +22,36 @@ def test_check_passes_a_sound_lesson(synthetic_course):
 
 def test_check_names_each_broken_cell(tmp_path):
     root = make_course(tmp_path / "c", synthetic_cells())
-    # After the release was built, break the source three ways:
-    cells = synthetic_cells(
-        # a test cell that passes on the stub (it cannot fail)...
-        test_body="### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS",
-        # ...a quiz test that fails even on the reference...
-        quiz_hidden="### BEGIN HIDDEN TESTS\nassert q1 == 'a'\n### END HIDDEN TESTS",
-    )
-    nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)  # ...and release/ is now stale
+    # After the release was built, make the square test one that cannot fail (it observes a
+    # constant, so the untouched release passes it): release/ is now stale too.
+    cells = synthetic_cells(test_body="### BEGIN HIDDEN TESTS\nfrom course.observe import observe\n"
+                                      "observe('one', 1)\n### END HIDDEN TESTS")
+    nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)
     problems = "\n".join(check_lesson(root, SYNTH).problems)
     assert "'square_test' passes on the untouched release" in problems
-    assert "'quiz_q1_test' gives the reference solution 0/1" in problems
     assert f"release/{SYNTH} differs from a fresh build" in problems
+
+
+def test_check_refuses_a_reference_that_cannot_be_graded_against(tmp_path):
+    root = make_course(tmp_path / "c", synthetic_cells())
+    cells = synthetic_cells(
+        # a test that observes only what the student already sees (its visible literal)...
+        test_body="check_close('square(3)', square(3), 9.0)",
+        # ...and a quiz test that raises even on the reference
+        quiz_hidden="\n### BEGIN HIDDEN TESTS\nassert q1 == 'a'\n### END HIDDEN TESTS",
+    )
+    nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)
+    problems = "\n".join(check_lesson(root, SYNTH).problems)
+    assert "graded cell 'square_test' observes nothing hidden" in problems
+    assert "graded cell 'quiz_q1_test' raised AssertionError" in problems
 
 
 def test_leak_scan_finds_solution_and_hidden_lines(synthetic_course):
     assert leaks(synthetic_course, SYNTH) == []
     (synthetic_course / "course" / "answers.py").write_text(
-        "def square(x):\n    return x * x\n\nassert q1.strip().lower() == 'c', 'q1 is not right'\n")
+        "def square(x):\n    return x * x\n\nobserve('square(1.5)', square(1.5))\n")
     found = "\n".join(leaks(synthetic_course, SYNTH))
-    assert "course/answers.py (line 4)" in found and "'quiz_q1_test'" in found
+    assert "course/answers.py (line 4)" in found and "'square_test'" in found
     # a 12-character line like 'return x * x' counts; shorter ones are too generic to search for
     assert "(line 2)" in found
 

@@ -172,7 +172,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="the only attention kernel PyTorch may use (default: its own choice)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse the CPU figures recorded by an earlier run instead of measuring them now")
-    parser.add_argument("--refresh", action="store_true", help=argparse.SUPPRESS)  # the default now
     parser.add_argument("--json", help="also write every figure to this JSON file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)

@@ -55,6 +55,10 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
         fresh = scratch / "release" / lesson
         result.problems += _compare_release(lesson, fresh, Path(root) / "release" / lesson)
 
+        refused = _reference_problems(scratch, lesson)
+        if refused:
+            result.problems += refused + leaks(root, lesson)
+            return result
         nb_name = src_nb_path.name
         submissions = {REFERENCE: nbformat.read(str(src_nb_path), as_version=4),
                        RELEASE: nbformat.read(str(fresh / nb_name), as_version=4)}
@@ -63,8 +67,7 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
             dest = scratch / "submitted" / student / lesson
             dest.mkdir(parents=True)
             nbformat.write(nb, str(dest / nb_name))
-        proc = nbgrader(["autograde", lesson, "--force"], cwd=scratch, check=False)
-        result.log = proc.stdout + proc.stderr
+        result.log = nbgrader(["autograde", lesson, "--force"], cwd=scratch, check=False).log
 
         graded = graded_cells(submissions[REFERENCE])
         for row in read_scores(scratch, [lesson]):
@@ -89,6 +92,18 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
     result.seconds = time.perf_counter() - start
     return result
 
+
+
+def _reference_problems(scratch: Path, lesson: str) -> list[str]:
+    """Run the reference solution's observations (cached in the scratch course for its autograde);
+    the reasons it cannot be graded against, if any."""
+    from utils.grading.reference import ReferenceRefused, reference_for
+
+    try:
+        reference_for(source_notebook(scratch, lesson), scratch / ".grading-cache")
+    except ReferenceRefused as err:
+        return [f"{lesson}: {err}"]
+    return []
 
 
 def _compare_release(lesson: str, fresh: Path, committed: Path) -> list[str]:

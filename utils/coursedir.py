@@ -58,10 +58,20 @@ def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
-                 env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> tuple[int, str, bool]:
-    """(exit code, combined log, killed by the watchdog). The whole process tree (kernels
-    included) is killed when `timeout` passes. The grading plugins are found through COURSE_TOOLS."""
+@dataclass
+class NbgraderRun:
+    rc: int
+    log: str            # stdout and stderr together
+    killed: bool        # stopped by the timeout
+
+
+def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float | None = None,
+             env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> NbgraderRun:
+    """Run one nbgrader command in course directory `cwd`: the only way the tools run nbgrader.
+
+    check: raise ToolError when it fails. timeout: kill the whole process tree (kernels included)
+    after that many seconds. cpus: the cores it (and the kernels it starts) may run on. The grading
+    plugins are found through COURSE_TOOLS (nbgrader_env)."""
     env = nbgrader_env(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
     with tempfile.TemporaryFile(mode="w+") as out:
@@ -81,7 +91,10 @@ def run_nbgrader(args: list[str], cwd: Path, timeout: float | None = None,
             proc.wait()
         kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
         out.seek(0)
-        return proc.returncode, out.read(), killed
+        run = NbgraderRun(proc.returncode, out.read(), killed)
+    if check and run.rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{run.log[-3000:]}")
+    return run
 
 
 def kill_tree(pid: int, children_only: bool = False) -> None:
@@ -112,16 +125,6 @@ def _safe_sid(p) -> int | None:
 def log_tail(text: str, lines: int = 8) -> str:
     """The last `lines` lines of a tool's log, indented under the message that quotes them."""
     return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
-
-
-def nbgrader(args: list[str], cwd: Path, check: bool = True, quiet: bool = True) -> subprocess.CompletedProcess:
-    """Run one nbgrader command in course directory `cwd`; raise ToolError when it fails (check)."""
-    rc, log, _ = run_nbgrader(args, cwd)
-    if check and rc != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{log[-3000:]}")
-    if not quiet:
-        sys.stdout.write(log)
-    return subprocess.CompletedProcess(args, rc, log, "")
 
 
 def scratch_config(dest: Path, root: Path = REPO, extra: str = "") -> Path:

@@ -503,7 +503,9 @@ class SandboxKernelManager(AsyncKernelManager):
         env.setdefault("LANG", "C.UTF-8")
         from utils.coursedir import REPO
 
-        roots = (str(REPO), os.getcwd(), self._workdir, self._rundir)
+        # the checkout, nbgrader's folder, and the course a utils.grade worker was copied from
+        roots = tuple(r for r in (str(REPO), os.getcwd(), self._workdir, self._rundir,
+                                  os.environ.get("COURSE_GRADING_ROOT")) if r)
         hide = hidden_folders(*roots)
         ro = python_paths(str(REPO), os.getcwd()) + [p for p in self.extra_readonly if os.path.isdir(p)]
         mem = self.memory_limit_mb << 20

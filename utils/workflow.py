@@ -31,7 +31,7 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import ignore_patterns
 
 from utils import nbauthor as A
-from utils.coursedir import REPO, ToolError, run_nbgrader, scratch_config
+from utils.coursedir import REPO, ToolError, nbgrader, scratch_config
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
 # "-1" suffix for a resubmission), or plainly "doe_two_phases.ipynb". student_id is the part
@@ -42,10 +42,7 @@ LMS_REGEXP = r".*/(?P<student_id>[^/_]+)_(?:LATE_)?(?:\d+_\d+_)?(?P<file_id>[^/]
 def _run(args: list[str], root: Path, exchange: Path | None = None) -> str:
     if exchange is not None:
         args = [*args, f"--Exchange.root={Path(exchange).resolve()}"]
-    rc, log, _ = run_nbgrader(args, cwd=Path(root))
-    if rc != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {root}:\n{log[-3000:]}")
-    return log
+    return nbgrader(args, cwd=Path(root)).log
 
 
 def import_roster(root: Path, csv_path: Path) -> str:
@@ -260,23 +257,25 @@ def sandbox_lessons() -> dict[str, tuple[str, list]]:
     """Two tiny lessons shaped like the real ones (setup, solution, graded test with hidden part)."""
     tiny = [
         A.md("# Tiny lesson\nThree small functions.", "intro"),
-        A.readonly("setup", "import math"),
+        A.readonly("setup", "from course.checks import check_equal"),
         A.solution("add", "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION"),
-        A.tests("add_test", 2, "assert add(1, 2) == 3, 'add(1, 2) should be 3'\nprint('ok    add(1, 2) == 3')\n"
-                "### BEGIN HIDDEN TESTS\nassert math.isclose(add(0.1, 0.2), 0.3, rel_tol=1e-9)\n"
-                "assert add(-5, 7) == 2, 'HIDDEN-CHECK-ADD'\n### END HIDDEN TESTS"),
+        A.tests("add_test", 2, "check_equal('add(1, 2)', add(1, 2), 3)\n"
+                "### BEGIN HIDDEN TESTS\n# HIDDEN-CHECK-ADD\nfrom course.observe import observe\n"
+                "observe('add(0.1, 0.2)', add(0.1, 0.2))\nobserve('add(-5, 7)', add(-5, 7), 'exact')\n"
+                "### END HIDDEN TESTS"),
         A.solution("mul", "def mul(a, b):\n    ### BEGIN SOLUTION\n    return a * b\n    ### END SOLUTION"),
-        A.tests("mul_test", 3, "assert mul(2, 3) == 6\n### BEGIN HIDDEN TESTS\nassert mul(4, 5) == 20, 'HIDDEN-CHECK-MUL'\n"
-                "### END HIDDEN TESTS"),
+        A.tests("mul_test", 3, "check_equal('mul(2, 3)', mul(2, 3), 6)\n### BEGIN HIDDEN TESTS\n# HIDDEN-CHECK-MUL\n"
+                "from course.observe import observe\nobserve('mul(4, 5)', mul(4, 5), 'exact')\n### END HIDDEN TESTS"),
         A.solution("sub", "def sub(a, b):\n    ### BEGIN SOLUTION\n    return a - b\n    ### END SOLUTION"),
-        A.tests("sub_test", 1, "assert sub(3, 1) == 2\n### BEGIN HIDDEN TESTS\nassert sub(10, 4) == 6\n"
-                "### END HIDDEN TESTS"),
+        A.tests("sub_test", 1, "check_equal('sub(3, 1)', sub(3, 1), 2)\n### BEGIN HIDDEN TESTS\n"
+                "from course.observe import observe\nobserve('sub(10, 4)', sub(10, 4), 'exact')\n### END HIDDEN TESTS"),
     ]
     other = [
         A.md("# Other lesson", "other_intro"),
+        A.readonly("other_setup", "from course.checks import check_close"),
         A.solution("half", "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION"),
-        A.tests("half_test", 1, "assert half(4) == 2\n### BEGIN HIDDEN TESTS\nassert half(1) == 0.5\n"
-                "### END HIDDEN TESTS"),
+        A.tests("half_test", 1, "check_close('half(4)', half(4), 2.0)\n### BEGIN HIDDEN TESTS\n"
+                "from course.observe import observe\nobserve('half(1)', half(1))\n### END HIDDEN TESTS"),
     ]
     return {"01_tiny": ("tiny.ipynb", tiny), "02_other": ("other.ipynb", other)}
 

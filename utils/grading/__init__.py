@@ -1,0 +1,45 @@
+"""The course's grading: graded cells observe in the student's kernel, the grader judges outside it.
+
+nbgrader_config.py calls `install(c)`, so `utils.grade`, plain `nbgrader autograde`, `utils.check`,
+the demo and the formgrader all grade through the same steps (one file each, as nbgrader's own
+preprocessors):
+
+  sanitize   SafeOverwriteCells (overwrite.py)  nbgrader's OverwriteCells that survives copied or
+                                                unknown cells and restores edited cell roles
+  autograde  ReferenceObservations (reference.py)  the reference solution's observations
+             SafeExecute (execute.py)          each kernel in the bubblewrap sandbox; a dead or
+                                                hung kernel costs only its cell
+             Verdicts (verdicts.py)            judge each graded test cell against the reference
+                                                and replace its outputs by one verdict line
+             LimitOutputSize (limit_output.py) cap what the other cells printed
+  feedback   HideHiddenTests (hide_hidden.py)  hidden tests cut from the feedback's source
+
+observations.py holds the judging itself (collect, judge), base.py the notes each step leaves in
+the graded notebook for `utils.grade`'s report.
+"""
+
+from __future__ import annotations
+
+
+def install(c) -> None:
+    """Put the course's steps into nbgrader's pipelines in config `c` (nbgrader's own steps kept)."""
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.converters.generate_feedback import GenerateFeedback
+    from nbgrader.preprocessors import Execute, LimitOutput, OverwriteCells
+
+    from utils.grading.execute import SafeExecute
+    from utils.grading.hide_hidden import HideHiddenTests
+    from utils.grading.limit_output import LimitOutputSize
+    from utils.grading.overwrite import SafeOverwriteCells
+    from utils.grading.reference import ReferenceObservations
+    from utils.grading.verdicts import Verdicts
+
+    replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts], LimitOutput: [LimitOutputSize]}
+    c.Autograde.autograde_preprocessors = [
+        step for pp in Autograde.class_traits()["autograde_preprocessors"].default() for step in replace.get(pp, [pp])]
+    c.Autograde.sanitize_preprocessors = [
+        SafeOverwriteCells if pp is OverwriteCells else pp
+        for pp in Autograde.class_traits()["sanitize_preprocessors"].default()]
+    feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())
+    feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header
+    c.GenerateFeedback.preprocessors = feedback

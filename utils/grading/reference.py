@@ -1,0 +1,202 @@
+"""ReferenceObservations: what the reference solution observes, for Verdicts to judge against.
+
+Before Execute, the lesson's source notebook runs in a trusted kernel (no sandbox; cwd a temporary
+copy of its folder; NBGRADER_EXECUTION=autograde and the variables the sandbox passes to students'
+kernels, so both shrink their work alike). Its graded cells' observations go into resources; their
+values never enter a student's kernel. The run is cached as JSON in `cache_dir` (default: the
+course root's `.grading-cache/`, which no sandboxed kernel sees), keyed by a sha256 of the source
+notebook, the `course` package's files and the library versions, under a file lock shared by
+parallel graders. A reference is refused, and nothing graded, when a graded cell raises, repeats a
+label or observes nothing the student cannot see, or differs from the gradebook's copy of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from importlib import metadata, util
+from pathlib import Path
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Integer, Unicode
+
+from utils.grading.base import is_test_cell
+from utils.grading.observations import Observation, _as_observation, collect, visible_labels
+
+RESOURCE_KEY = "reference_observations"
+_memo: dict[str, dict] = {}
+
+
+class ReferenceRefused(RuntimeError):
+    """The reference solution cannot be judged against; the message names the lesson and cells."""
+
+
+@dataclasses.dataclass
+class Reference:
+    """A lesson's reference observations: grade_id -> (cell source, observations)."""
+    sources: dict[str, str]
+    observations: dict[str, list[Observation]]
+    seconds: float            # kernel time of the run that made it
+    cached: bool              # read from the cache rather than run now
+
+    def to_json(self) -> dict:
+        return {"seconds": self.seconds, "cells": {
+            gid: {"source": self.sources[gid], "observations": [dataclasses.asdict(o) for o in obs]}
+            for gid, obs in self.observations.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Reference":
+        cells = data["cells"]
+        return cls({g: c["source"] for g, c in cells.items()},
+                   {g: [_as_observation(o) for o in c["observations"]] for g, c in cells.items()},
+                   float(data.get("seconds", 0.0)), True)
+
+
+# --- the cache key ---------------------------------------------------------------------------
+
+def _course_files() -> list[tuple[str, Path]]:
+    """(path inside the package, path) of every file of the `course` package the kernels import."""
+    spec = util.find_spec("course")
+    roots = [Path(r) for r in (spec.submodule_search_locations or [])] if spec else []
+    return sorted((p.relative_to(r).as_posix(), p) for r in roots for p in r.rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts)
+
+
+def cache_key(source: Path) -> str:
+    """sha256 of the source notebook, the course package's files and every installed library's version."""
+    h = hashlib.sha256(Path(source).read_bytes())
+    for name, path in _course_files():
+        h.update(name.encode() + b"\0" + path.read_bytes())
+    h.update(_library_versions().encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _library_versions() -> str:
+    """Python's and every installed distribution's version (read once per process: 0.2 s)."""
+    return "\n".join([sys.version, *sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())])
+
+
+# --- running the reference -------------------------------------------------------------------
+
+def reference_env() -> dict[str, str]:
+    """The environment of the reference kernel: what a student's sandboxed kernel gets of the
+    grader's environment (utils.sandbox.PASS_ENV), so both shrink their work alike."""
+    from utils.sandbox import PASS_ENV
+
+    env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    env.update(NBGRADER_EXECUTION="autograde", PATH=os.environ.get("PATH", ""),
+               HOME=os.environ.get("HOME", tempfile.gettempdir()), PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def run_reference(source: Path, timeout: int) -> "Reference":
+    """Execute the source notebook in a trusted kernel, in a copy of its folder; check what it observed."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(source), as_version=4)
+    with tempfile.TemporaryDirectory(prefix="reference-") as tmp:
+        work = Path(tmp) / source.parent.name
+        shutil.copytree(source.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                extra_arguments=["--HistoryManager.hist_file=:memory:"],
+                                resources={"metadata": {"path": str(work)}})
+        start = time.perf_counter()
+        client.execute(env=reference_env())
+        seconds = time.perf_counter() - start
+    sources = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if is_test_cell(c)}
+    observed = {c.metadata.nbgrader.grade_id: collect(c.get("outputs", [])) for c in nb.cells if is_test_cell(c)}
+    problems = [p for c in nb.cells if is_test_cell(c) for p in _problems(c, observed[c.metadata.nbgrader.grade_id])]
+    if problems:
+        raise ReferenceRefused(f"the reference solution {source} cannot be graded against; nothing was graded:\n  "
+                               + "\n  ".join(problems))
+    return Reference(sources, observed, seconds, False)
+
+
+def _problems(cell, observed: list[Observation]) -> list[str]:
+    gid = cell.metadata.nbgrader.grade_id
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    if errors:
+        first = (str(errors[0].get("evalue", "")).splitlines() or [""])[0][:200]
+        return [f"graded cell '{gid}' raised {errors[0].get('ename', 'an error')}: {first}"]
+    labels = [o.label for o in observed]
+    repeated = sorted({l for l in labels if labels.count(l) > 1})
+    if repeated:
+        return [f"graded cell '{gid}' repeats the label(s) {', '.join(map(repr, repeated))}; each must be unique"]
+    shown = visible_labels(cell.source)
+    if not any(o.label not in shown or o.rule == "choice" for o in observed):
+        return [f"graded cell '{gid}' observes nothing hidden (observe() in its hidden tests, or a quiz "
+                f"answer); a student could pass it without solving the exercise"]
+    return []
+
+
+def reference_for(source: Path, cache_dir: Path, timeout: int = 300) -> Reference:
+    """The reference observations of `source`: from the cache, or run now (one run per key at a
+    time across processes, under a file lock); always left in `cache_dir`."""
+    key = cache_key(source)
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"{key}.json"
+    with open(cache_dir / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            return Reference.from_json(json.loads(path.read_text()))
+        cached = key in _memo   # run by this process for another course folder
+        data = _memo[key] if cached else run_reference(Path(source), timeout).to_json()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+    _memo[key] = data
+    ref = Reference.from_json(data)
+    ref.cached = cached
+    return ref
+
+
+def check_gradebook(ref: Reference, db_url: str, lesson: str, notebook: str) -> None:
+    """Each graded cell of the reference must be the one the gradebook was built with (where it has it)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    differ = []
+    with Gradebook(db_url) as gb:
+        for gid, source in ref.sources.items():
+            try:
+                saved = gb.find_source_cell(gid, notebook, lesson).source
+            except MissingEntry:
+                continue
+            if saved.strip() != source.strip():
+                differ.append(gid)
+    if differ:
+        raise ReferenceRefused(f"{lesson}: graded cell(s) {', '.join(differ)} of the source differ from the ones "
+                               f"the gradebook was built with; run `nbgrader generate_assignment {lesson} --force` "
+                               f"(or `python -m utils.build`) first. Nothing was graded.")
+
+
+class ReferenceObservations(NbGraderPreprocessor):
+    """Puts the reference's observations into resources[RESOURCE_KEY] (grade_id -> Observation list)."""
+
+    cache_dir = Unicode("", help="Folder of the reference runs' cache (default: <course root>/.grading-cache); "
+                                 "never one a student's kernel can see").tag(config=True)
+    timeout = Integer(300, help="Seconds one cell of the reference may run").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+
+        from utils.coursedir import source_notebook
+
+        root = Path(CourseDirectory(config=self.config).root)
+        info = resources["nbgrader"]
+        ref = reference_for(source_notebook(root, info["assignment"]),
+                            Path(self.cache_dir or root / ".grading-cache"), self.timeout)
+        check_gradebook(ref, info["db_url"], info["assignment"], info["notebook"])
+        resources[RESOURCE_KEY] = ref
+        return nb, resources
