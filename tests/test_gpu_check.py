@@ -135,6 +135,28 @@ def test_a_run_stopped_by_a_time_limit_leaves_what_it_measured(tmp_path, monkeyp
     assert "never reached" not in text
 
 
+@pytest.mark.slow
+def test_a_whole_run_writes_the_cells_then_the_benchmark_then_its_figures(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check, "RECORDS", tmp_path / "records")
+    monkeypatch.setattr(gpu_check, "NOTEBOOK", _tiny_notebook(tmp_path / "nb.ipynb", stop_at_third=False))
+
+    def bench(gpu, json_path, on_line):
+        assert gpu is False
+        on_line("decode eager 1.000 ms/token\n")
+        json_path.write_text('{"decode": {"best": "eager"}}')
+        return 0, "decode eager 1.000 ms/token\n"
+
+    monkeypatch.setattr(gpu_check, "run_bench", bench)
+    assert gpu_check.main(["--cpu", "--timeout", "120"]) == 0
+    [record] = (tmp_path / "records").iterdir()
+    text = record.read_text()
+    order = ["| torch build |", "first figure 1.25 ms", "never reached", "4 code cells in", "every cell ran",
+             "## `python -m utils.bench`", "    decode eager 1.000 ms/token", "exit status 0", '"best": "eager"',
+             "Load average after the run"]
+    assert [text.index(words) for words in order] == sorted(text.index(words) for words in order)
+    assert "was stopped" not in text
+
+
 def test_each_benchmark_line_is_on_disk_before_the_next_is_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu_check, "RECORDS", tmp_path / "records")
     seen_on_disk = []

@@ -399,7 +399,10 @@ def main(argv: list[str] | None = None) -> int:
     record = Record(record_path(facts))
     record.write(header(facts))
     print(f"record (written as it is measured): {_shown(record.path)}", flush=True)
-    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        previous = signal.signal(signal.SIGTERM, _stop)
+    except ValueError:   # not the main thread: a time limit's SIGTERM ends the run as it would anyway
+        previous = None
     cells: list[dict] = []
     bench_rc = 0
     try:
@@ -441,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu-check stopped; what was measured is in {_shown(record.path)}", file=sys.stderr)
         return 1
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         record.close()
     print(f"record written: {_shown(record.path)}")
     return 1 if (bench_rc != 0 or any(c["error"] for c in cells)) else 0
