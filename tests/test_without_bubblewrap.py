@@ -136,7 +136,10 @@ def test_grading_real_submissions_still_refuses_without_bubblewrap(tmp_path, no_
 def _make_n(*args: str) -> str:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    return subprocess.run(["make", "-n", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    # run under `make test` too: not as a sub-make (which would print the folders it enters)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    return subprocess.run(["make", "--no-print-directory", "-n", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, check=True).stdout
 
 
 def test_make_demo_installs_bubblewrap_where_it_can():
