@@ -174,6 +174,35 @@ def test_each_benchmark_line_is_on_disk_before_the_next_is_measured(tmp_path, mo
     assert "decode graph 0.500 ms/token" in text and "was stopped (SIGTERM)" in text
 
 
+SIGTERM_TWICE = """
+import os, signal, sys, time
+from pathlib import Path
+from utils import gpu_check
+gpu_check.RECORDS = Path(sys.argv[1])
+
+def bench(gpu, json_path, on_line):
+    on_line("decode eager 1.000 ms/token\\n")
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    finally:   # `timeout` signals the process and then its group: the second SIGTERM comes at once
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+
+gpu_check.run_bench = bench
+sys.exit(gpu_check.main(["--cpu", "--skip-notebook"]))
+"""
+
+
+def test_a_second_sigterm_does_not_cut_the_note_short(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", SIGTERM_TWICE, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, start_new_session=True)
+    assert proc.returncode == 1, proc.stderr
+    [record] = tmp_path.iterdir()
+    text = record.read_text()
+    assert "decode eager 1.000 ms/token" in text and "was stopped (SIGTERM)" in text
+
+
 # --- a Python that already has torch: nothing created, nothing installed ------------------------
 
 OFFLINE = {"PIP_NO_INDEX": "1", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",

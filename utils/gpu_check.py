@@ -367,10 +367,11 @@ _STOPPED_BY: list[str] = []
 
 
 def _stop(signum, frame):
-    """SIGTERM: stop where we are (the notebook client may turn this into an error of its own while
-    it shuts its kernel down: _STOPPED_BY says what really happened). A second one ends at once."""
+    """SIGTERM: stop where we are and write what happened. `timeout` sends it twice (to the
+    process and to its group): only the first counts; SIGKILL (`timeout -k`) still ends at once."""
+    if _STOPPED_BY:
+        return
     _STOPPED_BY.append(signal.Signals(signum).name)
-    signal.signal(signum, signal.SIG_DFL)
     raise Stopped(_STOPPED_BY[0])
 
 
