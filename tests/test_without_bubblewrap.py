@@ -82,6 +82,7 @@ def test_demo_run_without_the_sandbox_turns_it_off_in_the_scratch_course_only(tm
     assert OPT_OUT in (scratch / "nbgrader_config.py").read_text()
     assert _digest(root / "nbgrader_config.py") == before
     assert {r.student for r in read_scores(scratch) if r.lesson == SYNTH} == {REFERENCE, RELEASE}
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.mark.slow
