@@ -1,6 +1,8 @@
 # The course's commands. Each creates the environment (.venv) when it is missing.
 #   make demo   build the release, grade three sample submissions end to end, print the scores
 #   make test   the test suite (what CI runs)
+# Both install the Debian packages they need where they can (root with apt-get): the demo only
+# bubblewrap (the autograding sandbox), the tests everything in utils/system-packages.txt.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -9,7 +11,7 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to start as root (containers often run as root) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: env system-deps demo test build check grade bench gpu-check lab lab-instructor clean
+.PHONY: env system-deps demo-deps demo test build check grade bench gpu-check lab lab-instructor clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,11 +20,16 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 
 env: $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) demo-deps
 	$(PY) -m utils.demo
 
 system-deps:
 	@bash utils/system_deps.sh
+
+# Where bubblewrap cannot be installed or cannot run, the demo still grades its own samples and
+# says, at the top and in its summary, that it did so without the sandbox.
+demo-deps:
+	@bash utils/system_deps.sh bubblewrap
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest -rs
@@ -43,8 +50,10 @@ bench: $(STAMP)
 	$(PY) -m utils.bench $(BENCH_ARGS)
 
 # On a GPU machine: lesson 3 top to bottom with the reference answers, then the benchmark; writes a
-# dated record (device, driver, torch, every figure) to docs/gpu-runs/. Exits 2 where there is no GPU.
-gpu-check: $(STAMP)
+# dated record (device, driver, CUDA, cuDNN, torch, every figure as it is measured) to
+# docs/gpu-runs/. Exits 2 where there is no GPU. `make gpu-check PY=python3` runs it with a Python
+# that already has a CUDA build of torch: no .venv, nothing installed (missing packages are named).
+gpu-check: $(if $(filter command line,$(origin PY)),,$(STAMP))
 	$(PY) -m utils.gpu_check
 
 # Students: the released lessons in JupyterLab.

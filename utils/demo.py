@@ -6,6 +6,12 @@ Students: the reference solution (full marks expected), the untouched release (z
 one with a plausible mistake in each exercise (in between). Everything is graded in a scratch
 copy of the course with its own gradebook (its folder is printed: feedback/ and autograded/ are
 there to look at); the course's submitted/, autograded/ and gradebook are never touched.
+
+Every autograding kernel runs in the bubblewrap sandbox (utils/sandbox.py) where it can. Where it
+cannot (no bubblewrap, no user namespaces, not Linux), the demo still grades its three samples,
+which are this course's own code, with the sandbox turned off in the scratch course's config only,
+and says so at the top and in the summary. Grading real students (`make grade`, `nbgrader
+autograde`) still refuses to run there.
 """
 
 from __future__ import annotations
@@ -22,8 +28,39 @@ from utils.check import REFERENCE, RELEASE
 from utils.coursedir import REPO, ToolError, lessons, read_scores, scratch_course, source_notebook
 from utils.grade import grade
 from utils.samples_io import load_samples, sample_submission
+from utils.sandbox import OPT_OUT, unavailable
 
 MISTAKEN = "plausible-mistakes"
+# Written into the scratch course's nbgrader_config.py only, never into the course's own.
+DEMO_OPT_OUT = ("\n# --- the demo grades only this course's own sample submissions; bubblewrap cannot run "
+                "here ---\n" + OPT_OUT + "\n")
+
+
+def sandbox_problem(root: Path = REPO) -> str | None:
+    """None when the demo's grading will run in the sandbox, else why it cannot."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    box = {}
+    if (Path(root) / "nbgrader_config.py").exists():
+        cfg = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+        box = cfg.SandboxKernelManager if "SandboxKernelManager" in cfg else {}
+    if not box.get("enabled", True):
+        return TURNED_OFF
+    return unavailable(str(box.get("bwrap", "bwrap")))
+
+
+TURNED_OFF = "the course's nbgrader_config.py turns it off"
+
+
+def without_sandbox_line(problem: str) -> str:
+    """The one line that says the demo graded without the sandbox, and what real grading needs."""
+    if problem == TURNED_OFF:
+        return (f"WITHOUT SANDBOX: {problem} (`{OPT_OUT}`), so the samples and `make grade` run student "
+                f"code with the grader's rights; grade real students that way only inside a Linux container "
+                f"or VM without network, secrets or the course folder.")
+    return (f"WITHOUT SANDBOX: the three sample submissions (this course's own code) are graded without "
+            f"the bubblewrap sandbox, because {problem}. Grading real students needs it: Linux with user "
+            f"namespaces (elsewhere, a Linux container or VM); `make grade` refuses to grade without it.")
 
 
 def place_samples(root: Path) -> None:
@@ -62,11 +99,15 @@ def problems_in(root: Path) -> list[str]:
     return problems
 
 
-def run(root: Path = REPO, build_release: bool = True) -> tuple[Path, str, list[str]]:
-    """(scratch course, score table, problems)."""
+def run(root: Path = REPO, build_release: bool = True, sandbox: bool | None = None) -> tuple[Path, str, list[str]]:
+    """(scratch course, score table, problems). The samples are graded in the sandbox unless
+    `sandbox` is False (None: wherever it can run, sandbox_problem)."""
+    if sandbox is None:
+        sandbox = sandbox_problem(root) is None
     if build_release:
         build(root)
-    scratch = scratch_course(root, lessons(root), Path(tempfile.mkdtemp(prefix="course-demo-")), release=True)
+    scratch = scratch_course(root, lessons(root), Path(tempfile.mkdtemp(prefix="course-demo-")), release=True,
+                             extra_config="" if sandbox else DEMO_OPT_OUT)
     place_samples(scratch)
     table, problems = grade(scratch)
     return scratch, table, problems + problems_in(scratch)
@@ -74,8 +115,11 @@ def run(root: Path = REPO, build_release: bool = True) -> tuple[Path, str, list[
 
 def main() -> int:
     start = time.perf_counter()
+    problem = sandbox_problem(REPO)
+    if problem:
+        print(without_sandbox_line(problem), flush=True)
     try:
-        scratch, table, problems = run(REPO)
+        scratch, table, problems = run(REPO, sandbox=problem is None)
     except ToolError as err:
         print(f"demo failed: {err}", file=sys.stderr)
         return 1
@@ -84,6 +128,8 @@ def main() -> int:
     for p in problems:
         print(f"FAIL {p}")
     print(f"graded in the scratch course {scratch} (feedback/ and autograded/ are there)")
+    if problem:
+        print(without_sandbox_line(problem))
     print(f"demo finished in {time.perf_counter() - start:.0f} s: "
           f"{'all as expected' if not problems else f'{len(problems)} problem(s)'}")
     return 1 if problems else 0

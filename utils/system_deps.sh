@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Install the Debian packages listed in utils/system-packages.txt that are missing, when this
-# machine allows it (apt-get present and running as root). Tests that need a package that could
+# Install the Debian packages listed in utils/system-packages.txt (or only those named as
+# arguments) that are missing, when this machine allows it (apt-get present and running as root). Tests that need a package that could
 # not be installed skip with a message naming it. Then the npm packages of utils/npm-packages.txt
-# (JupyterHub's proxy), globally with npm, when running as root with npm present. Prints what it did.
+# (JupyterHub's proxy), globally with npm, when running as root with npm present and no package was
+# named as an argument. Prints what it did.
 set -u
 here="$(dirname "$0")"
 
@@ -25,10 +26,14 @@ install_npm_packages() {
       || echo "could not install some of: ${missing[*]}; tests that need them will skip"
   fi
 }
-trap install_npm_packages EXIT
 list="$here/system-packages.txt"
-[ -f "$list" ] || exit 0
-mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' -e '/^$/d' "$list")
+if [ $# -gt 0 ]; then
+  wanted=("$@")
+else
+  trap install_npm_packages EXIT
+  [ -f "$list" ] || exit 0
+  mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' -e '/^$/d' "$list")
+fi
 [ ${#wanted[@]} -gt 0 ] || exit 0
 missing=()
 for pkg in "${wanted[@]}"; do
@@ -39,12 +44,12 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 if ! command -v apt-get >/dev/null || [ "$(id -u)" != 0 ]; then
-  echo "system packages missing and not installable here (need root and apt-get): ${missing[*]}; tests that need them will skip"
+  echo "system packages missing and not installable here (need root and apt-get): ${missing[*]}; what needs them skips or says so"
   exit 0
 fi
 echo "installing system packages: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null 2>&1 || true
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null 2>&1 \
-  || echo "could not install some of: ${missing[*]}; tests that need them will skip"
+  || echo "could not install some of: ${missing[*]}; what needs them skips or says so"
 exit 0
