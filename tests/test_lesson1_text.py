@@ -10,6 +10,8 @@
   the conventions stated, the quiz rule where students answer, no words from elsewhere;
 - every graded test cell wraps its visible checks in `checking(...)`, and the visible checks pass
   a numpy array where the hidden tests do.
+- the ridge crossing stated is the computed one; a cell after the staircase plot needs none of the
+  plot cell's names (a student who skips the plot can still run it).
 """
 
 from __future__ import annotations
@@ -122,3 +124,31 @@ def test_visible_checks_in_checking_and_with_the_hidden_tests_input_types(source
         assert "with checking(" in visible, f"{grade_id}: visible checks outside checking()"
         if "np.array(" in hidden:
             assert "np.array(" in visible, f"{grade_id}: the hidden tests pass numpy arrays, the visible checks do not"
+
+
+def test_the_ridge_crossing_is_the_computed_one(source):
+    """Counting weight bytes only, a bf16 prefill of S tokens does about S FLOP/byte, so it passes
+    an A100's ridge point (312 TFLOP/s over 2,039 GB/s) at S equal to that ridge."""
+    ridge = 312e12 / 2.039e12
+    text = "\n".join(c.source for c in source.cells if c.cell_type == "markdown")
+    assert f"\\approx {ridge:.0f}$ FLOP/byte" in text
+    assert f"past the ridge point from about {ridge:.0f} tokens" in text
+
+
+def test_a_student_who_skips_the_plot_still_has_the_names_later_cells_use(source):
+    """The staircase plot cell's names are not needed by later cells: each later cell that uses
+    one of them assigns it itself (or an earlier non-plot cell does)."""
+    import ast
+
+    code = [c for c in source.cells if c.cell_type == "code"]
+    plot = next(i for i, c in enumerate(code) if "token_staircase(" in c.source and "drawing(" in c.source)
+
+    def names(cell, kind):
+        body = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
+        return {n.id for n in ast.walk(ast.parse(body)) if isinstance(n, ast.Name) and isinstance(n.ctx, kind)}
+
+    before = set().union(*(names(c, ast.Store) for c in code[:plot]))
+    only_in_plot = names(code[plot], ast.Store) - before
+    for cell in code[plot + 1:]:
+        missing = (names(cell, ast.Load) & only_in_plot) - names(cell, ast.Store)
+        assert not missing, f"a cell after the plot uses {sorted(missing)}, defined only in the plot cell"
