@@ -612,7 +612,7 @@ def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMI
         slower = [t for t in later if t > warm.high]
         tail = "" if not slower else f"; {len(slower)} later cold run(s) were slower, which warm-up does not explain"
         return (f"-> no one-off cost showed here: the first cold run was within or below the {span}{tail}. "
-                f"A CPU step has little to warm up; on a GPU the first calls also pay for the CUDA context and "
+                f"A CPU may have little to warm up; on a GPU the first calls also pay for the CUDA context and "
                 f"compilation")
     return (f"-> inconclusive: the first cold run was above the {span}, but so was a later one: "
             f"the load changed while measuring")
@@ -649,7 +649,7 @@ def fixed_cost_reading(xs: list[float], measured: list[Sampled], floors_s: list[
     extra = intercept - f_intercept
     if extra >= 0.5 * first:
         return (f"{line}\n-> {extra * 1e3:,.1f} ms of every call ({extra / first:.0%} of the shortest) is a fixed "
-                f"cost that neither bound contains: launches, Python, making the cache, choosing the token")
+                f"cost that neither bound contains: launches, Python, choosing the token")
     if extra > 0.1 * first:
         return (f"{line}\n-> a fixed cost of about {extra * 1e3:,.1f} ms per call sits above the floor "
                 f"({extra / first:.0%} of the shortest); the rest grows with the {unit}s")
@@ -677,5 +677,5 @@ def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
     if overlap(a, b):
         return ""
     return (f"  note: {what_a} took {a.median * 1e3:,.1f} ms (median) and {what_b} {b.median * 1e3:,.1f} ms, "
-            f"ranges apart: measured at different times, under different load. Each is held only "
-            f"against the bounds measured beside it.")
+            f"ranges apart: they ran at different times, each under the load it met, and each is held "
+            f"only against the bounds measured beside it.")
