@@ -29,6 +29,10 @@ How lesson 3 measures, in more detail than the lesson's one paragraph:
   halfway slows the measurement and its bound alike. A `Sampled` keeps every run: the median is
   shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
   of their median apart) tell the lesson not to conclude.
+- Readings. `change`, `warmup_reading`, `fixed_cost_reading` (a line through the medians against
+  one through the floors: a large intercept is a fixed cost per call), `growth_reading` and
+  `disagreement` turn runs into the one-line conclusions lesson 3 prints, with that noise rule
+  (NOISE_LIMIT): scattered or overlapping runs read as "inconclusive", never as a claim.
 - Re-measuring. `held_against` never shows a utilisation above 100 %: the bound is measured
   again, and if the measurement still beats it, the run is reported as disturbed.
 - On a GPU the bounds are the datasheet's (course.hardware); its read probe is kept small so that
@@ -662,9 +666,11 @@ def growth_reading(what: str, a: Sampled, b: Sampled, floor_ratio: float, limit:
     if not (math.isfinite(floor_ratio) and floor_ratio > 0):
         raise ValueError(f"floor_ratio must be a positive number, got {floor_ratio!r}")
     ratio = b.median / a.median
-    said = f"{what} {change(a, b, limit)} (the floor: {floor_ratio:.2f}x)"
-    if too_noisy([a, b], limit) or (overlap(a, b) and abs(floor_ratio - 1) > limit):
-        return f"-> {said}; inconclusive: the runs disagree too much to compare with the floor"
+    moved = change(a, b, limit)
+    if too_noisy([a, b], limit) or moved.startswith("inconclusive") or (overlap(a, b) and abs(floor_ratio - 1) > limit):
+        return (f"-> {what}: {ratio:.2f}x between the medians (the floor: {floor_ratio:.2f}x); inconclusive: "
+                f"the runs disagree too much to compare with the floor")
+    said = f"{what} {moved} (the floor: {floor_ratio:.2f}x)"
     if abs(ratio / floor_ratio - 1) <= limit:
         return f"-> {said}: as the floor predicts, within {limit:.0%}"
     if ratio > floor_ratio:

@@ -79,7 +79,11 @@ def test_growth_reading_against_the_floor():
     assert "rose 2.05x" in said and "the floor: 1.00x" in said and "more than the floor predicts" in said
     assert "as the floor predicts" in dev.growth_reading("the step", a, S("b4", [0.078, 0.080, 0.082]), 1.05)
     assert "less than the floor" in dev.growth_reading("TTFT", a, S("b", [0.20, 0.21]), 16.0)
-    assert "inconclusive" in dev.growth_reading("TTFT", a, S("b", [0.05, 0.2, 0.1]), 1.0)
+    scattered = dev.growth_reading("the step", a, S("b", [0.05, 0.2, 0.1]), 1.0)
+    assert scattered == ("-> the step: 1.35x between the medians (the floor: 1.00x); inconclusive: "
+                         "the runs disagree too much to compare with the floor")
+    # overlapping, tight runs 1.42x apart: neither a change nor no change, so no comparison with the floor
+    assert "inconclusive" in dev.growth_reading("the step", S("a", [1.0, 1.25]), S("b", [1.25, 1.6, 1.62]), 1.0)
     with pytest.raises(ValueError, match="floor_ratio"):
         dev.growth_reading("x", a, a, 0.0)
 
