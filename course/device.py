@@ -638,22 +638,32 @@ def fixed_cost_reading(xs: list[float], measured: list[Sampled], floors_s: list[
                        limit: float = NOISE_LIMIT) -> str:
     """Lines through the medians and through the floors (seconds) against x: their slopes and where
     they meet x = 0. A measured intercept far above the floor's is a fixed cost per call that the
-    floor does not contain; one line saying so, or that the runs cannot tell."""
+    floor does not contain. The least-squares intercept is a weighted sum of the points, so the
+    runs' min-max bands bound it; the reading holds only where the whole range allows it, and says
+    'inconclusive' when noisy runs leave it open."""
     _check_limit(limit)
     if not (len(xs) == len(measured) == len(floors_s)):
         raise ValueError("xs, measured and floors_s must have one entry per point")
     slope, intercept = line_fit(xs, [s.median for s in measured])
     f_slope, f_intercept = line_fit(xs, floors_s)
+    mx = statistics.fmean(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    weights = [1 / len(xs) - mx * (x - mx) / sxx for x in xs]  # intercept = sum(w * y)
+    lowest = sum(w * (s.low if w > 0 else s.high) for w, s in zip(weights, measured))
+    highest = sum(w * (s.high if w > 0 else s.low) for w, s in zip(weights, measured))
     line = (f"a line through the medians rises {slope * 1e3:,.3f} ms per {unit} and meets 0 {unit}s at "
-            f"{intercept * 1e3:,.1f} ms; the floor's rises {f_slope * 1e3:,.3f} ms and meets 0 at "
-            f"{f_intercept * 1e3:,.1f} ms")
-    if too_noisy(measured, limit):
-        return f"{line}\n-> inconclusive: some points' runs disagree by more than {limit:.0%} of their median"
+            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads); "
+            f"the floor's rises {f_slope * 1e3:,.3f} ms and meets 0 at {f_intercept * 1e3:,.1f} ms")
     first = measured[0].median
-    extra = intercept - f_intercept
-    if extra >= 0.5 * first:
-        return (f"{line}\n-> {extra * 1e3:,.1f} ms of every call ({extra / first:.0%} of the shortest) is a fixed "
-                f"cost that neither bound contains: launches, Python, choosing the token")
+    extra, extra_low, extra_high = intercept - f_intercept, lowest - f_intercept, highest - f_intercept
+    if extra_low >= 0.5 * first:
+        return (f"{line}\n-> at least {extra_low * 1e3:,.1f} ms of every call ({extra_low / first:.0%} of the "
+                f"shortest) is a fixed cost that neither bound contains: launches, Python, choosing the token")
+    if extra_high <= 0.1 * first:
+        return f"{line}\n-> no fixed cost above the floor beyond {max(extra_high, 0) / first:.0%} of the shortest call"
+    if too_noisy(measured, limit):
+        return (f"{line}\n-> inconclusive: the runs' spreads allow a fixed cost from {max(extra_low, 0) * 1e3:,.1f} "
+                f"to {extra_high * 1e3:,.1f} ms per call")
     if extra > 0.1 * first:
         return (f"{line}\n-> a fixed cost of about {extra * 1e3:,.1f} ms per call sits above the floor "
                 f"({extra / first:.0%} of the shortest); the rest grows with the {unit}s")

@@ -61,13 +61,17 @@ def test_fixed_cost_reading_names_a_large_intercept():
     # the tester's numbers: about 270 ms at 16 tokens against a 35 ms floor, about 1,310 at 256
     measured = [S("16", [0.26, 0.27, 0.28]), S("64", [0.45, 0.46, 0.47]), S("256", [1.30, 1.31, 1.32])]
     said = dev.fixed_cost_reading(xs, measured, floors, "token")
-    assert "fixed cost that neither bound contains" in said and "meets 0 tokens" in said
+    assert "fixed cost that neither bound contains" in said and "meets 0 tokens at 191.7 ms (178.3 to 205.0" in said
     close = [S("16", [0.036, 0.037]), S("64", [0.041, 0.042]), S("256", [0.162, 0.163])]
     assert "no fixed cost above the floor" in dev.fixed_cost_reading(xs, close, floors, "token")
     some = [S("16", [0.045, 0.046]), S("64", [0.050, 0.051]), S("256", [0.170, 0.171])]
     assert "fixed cost of about" in dev.fixed_cost_reading(xs, some, floors, "token")
     noisy = [S("16", [0.2, 0.6]), *measured[1:]]
-    assert "inconclusive" in dev.fixed_cost_reading(xs, noisy, floors, "token")
+    assert "inconclusive: the runs' spreads allow a fixed cost from" in dev.fixed_cost_reading(xs, noisy, floors, "token")
+    # a noisy middle point (runs 35 % of their median apart) that leaves the reading intact either way
+    wide = [measured[0], S("64", [0.40, 0.46, 0.56]), measured[2]]
+    assert dev.too_noisy(wide) == [1]
+    assert "at least 136.7 ms of every call" in dev.fixed_cost_reading(xs, wide, floors, "token")
     with pytest.raises(ValueError, match="one entry per point"):
         dev.fixed_cost_reading(xs, measured[:2], floors, "token")
 
