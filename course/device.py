@@ -695,3 +695,39 @@ def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
     return (f"  note: {what_a} took {a.median * 1e3:,.1f} ms (median) and {what_b} {b.median * 1e3:,.1f} ms, "
             f"ranges apart: they ran at different times, each under the load it met, and each is held "
             f"only against the bounds measured beside it.")
+
+
+def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: float = NOISE_LIMIT) -> str:
+    """Two steps with the same launches, one reading `bytes_ratio` of the other's bytes: fit
+    time = fixed part + bytes / rate through them and say what the runs allow of the fixed part
+    (two lines: the fit, then the reading)."""
+    _check_limit(limit)
+    if not (isinstance(bytes_ratio, (int, float)) and 0 < bytes_ratio < 1):
+        raise ValueError(f"bytes_ratio must be between 0 and 1 (the narrow step reads fewer bytes), got {bytes_ratio!r}")
+
+    def fixed(thin_s: float, full_s: float) -> float:  # the line through both points, at 0 bytes
+        return (thin_s - bytes_ratio * full_s) / (1 - bytes_ratio)
+
+    fixed_s, low, high = fixed(thin.median, full.median), fixed(thin.low, full.high), fixed(thin.high, full.low)
+    line = (f"fixed part: {fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full "
+            f"step); anywhere from {low * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads")
+    if too_noisy([full, thin], limit):
+        return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
+                f"machine was busy. Re-run this cell when it is quieter.")
+    if thin.low > full.high:
+        return (f"{line}\n-> inconclusive: the narrow step was the slower, which no fixed part explains; the machine "
+                f"was disturbed. Re-run this cell when it is quieter.")
+    if overlap(full, thin):
+        return (f"{line}\n-> {bytes_ratio:.2f}x the bytes took as long, within the spreads: the time did not follow "
+                f"the bytes; this step is overhead-bound")
+    if high <= 0.25 * full.median:
+        return (f"{line}\n-> at most {max(high, 0) / full.median:.0%} of the step is fixed: its time follows the "
+                f"bytes; this step is bandwidth-bound, not overhead-bound")
+    if low >= 0.5 * full.median:
+        return (f"{line}\n-> at least {low / full.median:.0%} of the step is fixed: per-step overhead, not bytes, "
+                f"sets most of its time")
+    if high - low <= 0.25 * full.median:
+        return (f"{line}\n-> {max(low, 0) / full.median:.0%} to {high / full.median:.0%} of the step is fixed: "
+                f"per-step overhead sets that part of its time, the bytes the rest")
+    return (f"{line}\n-> inconclusive: the spreads allow a fixed part from {max(low, 0) / full.median:.0%} "
+            f"to {high / full.median:.0%} of the step")

@@ -96,3 +96,20 @@ def test_disagreement_only_when_ranges_are_apart():
     table, sweep = S("t", [2.1, 2.2, 2.3]), S("s", [1.30, 1.31, 1.32])
     assert "different times" in dev.disagreement(table, sweep, "this prefill", "the prompt sweep's")
     assert dev.disagreement(table, S("s", [2.0, 2.25]), "a", "b") == ""
+
+
+def test_fixed_part_reading_follows_the_two_steps():
+    # this machine's run at load 2: 48.7 ms for the full step, 20.4 ms at 0.27x the bytes
+    said = dev.fixed_part_reading(S("full", [0.04379, 0.04872, 0.05076]), S("thin", [0.01774, 0.02042, 0.02101]), 0.27)
+    assert "11% to 26% of the step is fixed" in said and said.count("\n") == 1
+    bandwidth = dev.fixed_part_reading(S("full", [0.100, 0.101, 0.102]), S("thin", [0.027, 0.0275, 0.028]), 0.27)
+    assert "bandwidth-bound, not overhead-bound" in bandwidth
+    overhead = dev.fixed_part_reading(S("full", [0.010, 0.0105, 0.011]), S("thin", [0.0098, 0.0101, 0.0104]), 0.27)
+    assert "overhead-bound" in overhead and "did not follow the bytes" in overhead
+    mostly = dev.fixed_part_reading(S("full", [0.100, 0.101, 0.102]), S("thin", [0.080, 0.081, 0.082]), 0.27)
+    assert "at least" in mostly and "sets most of its time" in mostly
+    assert "inconclusive: the runs of a step disagree" in dev.fixed_part_reading(
+        S("full", [0.0649, 0.0949, 0.111]), S("thin", [0.025, 0.0254, 0.029]), 0.27)  # the first run of the day
+    assert "narrow step was the slower" in dev.fixed_part_reading(S("f", [0.05, 0.051]), S("t", [0.06, 0.061]), 0.27)
+    with pytest.raises(ValueError, match="bytes_ratio"):
+        dev.fixed_part_reading(S("f", [1.0]), S("t", [1.0]), 1.5)
