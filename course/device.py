@@ -29,6 +29,10 @@ How lesson 3 measures, in more detail than the lesson's one paragraph:
   halfway slows the measurement and its bound alike. A `Sampled` keeps every run: the median is
   shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
   of their median apart) tell the lesson not to conclude.
+- Readings. `change`, `warmup_reading`, `fixed_cost_reading` (a line through the medians against
+  one through the floors: a large intercept is a fixed cost per call), `growth_reading` and
+  `disagreement` turn runs into the one-line conclusions lesson 3 prints, with that noise rule
+  (NOISE_LIMIT): scattered or overlapping runs read as "inconclusive", never as a claim.
 - Re-measuring. `held_against` never shows a utilisation above 100 %: the bound is measured
   again, and if the measurement still beats it, the run is reported as disturbed.
 - On a GPU the bounds are the datasheet's (course.hardware); its read probe is kept small so that
@@ -543,3 +547,174 @@ def describe(acc: Accelerator, dtype: torch.dtype) -> str:
     kind = "measured" if acc.measured else "spec sheet"
     return (f"{acc.name}: {peak / 1e12:.3g} TFLOP/s {dtype_name(dtype)}, {acc.bandwidth_bytes_per_s / 1e9:.3g} GB/s, "
             f"ridge {peak / acc.bandwidth_bytes_per_s:.0f} FLOP/byte ({kind}: {acc.source})")
+
+
+# --- conclusions computed from the runs ----------------------------------------------------------
+# Lesson 3 prints what its own runs show, never an outcome fixed in advance. These helpers turn
+# Sampled runs into one line each, with one noise rule: runs more than NOISE_LIMIT of their median
+# apart, or a comparison whose min-max bands overlap, decide nothing.
+
+NOISE_LIMIT = 0.3
+
+
+def _check_limit(limit: float) -> None:
+    if not (isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0):
+        raise ValueError(f"limit must be a positive fraction such as 0.3, got {limit!r}")
+
+
+def noise_warning(stats: list[Sampled], points: list, what: str, limit: float = NOISE_LIMIT) -> str:
+    """A line naming the points whose runs disagree by more than `limit` of their median, or ""."""
+    _check_limit(limit)
+    noisy = [points[i] for i in too_noisy(stats, limit)]
+    if not noisy:
+        return ""
+    return (f"  careful: the runs of {what} at {noisy} disagree by more than {limit:.0%} of their median; the "
+            f"machine was busy. Trust only differences larger than the bars, or re-run this cell when it is quieter.")
+
+
+def change(a: Sampled, b: Sampled, limit: float = NOISE_LIMIT) -> str:
+    """How b's runs differ from a's, in words: 'rose 3.10x' / 'fell 0.52x' when the min-max bands
+    are apart; 'did not change beyond the spread' only when the bands overlap, neither is noisy and
+    the medians are within `limit` of each other; otherwise 'inconclusive', with the ratio."""
+    _check_limit(limit)
+    ratio = b.median / a.median
+    if not overlap(a, b):
+        return f"{'rose' if ratio > 1 else 'fell'} {ratio:.2f}x"
+    if max(a.rel_spread, b.rel_spread) <= limit and abs(ratio - 1) <= limit:
+        return f"did not change beyond the spread of the runs ({ratio:.2f}x)"
+    return (f"inconclusive: {ratio:.2f}x between the medians, but the runs' ranges overlap "
+            f"({a.low * 1e3:,.1f} to {a.high * 1e3:,.1f} ms against {b.low * 1e3:,.1f} to {b.high * 1e3:,.1f} ms)")
+
+
+def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMIT) -> str:
+    """What a few runs with no warm-up (in order, seconds) show against warmed runs of the same step."""
+    _check_limit(limit)
+    if not cold_s or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in cold_s):
+        raise ValueError(f"cold_s must be one or more positive durations in seconds, got {cold_s!r}")
+    first, later = cold_s[0], list(cold_s[1:])
+    span = f"warmed runs {warm.low * 1e3:,.1f} to {warm.high * 1e3:,.1f} ms"
+    if warm.rel_spread > limit:
+        return (f"-> inconclusive: the warmed runs themselves disagree by {warm.rel_spread:.0%} of their median "
+                f"({span}); the machine was busy. Re-run this cell when it is quieter.")
+    if first > warm.high and (not later or first > max(later)):
+        return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}): a one-off "
+                f"cost that the warm-up keeps out of the timings")
+    if first <= warm.high:
+        slower = [t for t in later if t > warm.high]
+        tail = "" if not slower else f"; {len(slower)} later cold run(s) were slower, which warm-up does not explain"
+        return (f"-> no one-off cost showed here: the first cold run was within or below the {span}{tail}. "
+                f"A CPU may have little to warm up; on a GPU the first calls also pay for the CUDA context and "
+                f"compilation")
+    return (f"-> inconclusive: the first cold run was above the {span}, but so was a later one: "
+            f"the load changed while measuring")
+
+
+def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares line through the points."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError(f"a line needs two or more (x, y) points, got {len(xs)} x and {len(ys)} y")
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        raise ValueError("a line needs at least two different x values")
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return slope, my - slope * mx
+
+
+def fixed_cost_reading(xs: list[float], measured: list[Sampled], floors_s: list[float], unit: str,
+                       limit: float = NOISE_LIMIT) -> str:
+    """Lines through the medians and through the floors (seconds) against x: their slopes and where
+    they meet x = 0. A measured intercept far above the floor's is a fixed cost per call that the
+    floor does not contain. The least-squares intercept is a weighted sum of the points, so the
+    runs' min-max bands bound it; the reading holds only where the whole range allows it, and says
+    'inconclusive' when noisy runs leave it open."""
+    _check_limit(limit)
+    if not (len(xs) == len(measured) == len(floors_s)):
+        raise ValueError("xs, measured and floors_s must have one entry per point")
+    slope, intercept = line_fit(xs, [s.median for s in measured])
+    f_slope, f_intercept = line_fit(xs, floors_s)
+    mx = statistics.fmean(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    weights = [1 / len(xs) - mx * (x - mx) / sxx for x in xs]  # intercept = sum(w * y)
+    lowest = sum(w * (s.low if w > 0 else s.high) for w, s in zip(weights, measured))
+    highest = sum(w * (s.high if w > 0 else s.low) for w, s in zip(weights, measured))
+    line = (f"a line through the medians rises {slope * 1e3:,.3f} ms per {unit} and meets 0 {unit}s at "
+            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads); "
+            f"the floor's rises {f_slope * 1e3:,.3f} ms and meets 0 at {f_intercept * 1e3:,.1f} ms")
+    first = measured[0].median
+    extra, extra_low, extra_high = intercept - f_intercept, lowest - f_intercept, highest - f_intercept
+    if extra_low >= 0.5 * first:
+        return (f"{line}\n-> at least {extra_low * 1e3:,.1f} ms of every call ({extra_low / first:.0%} of the "
+                f"shortest) is a fixed cost that neither bound contains: launches, Python, choosing the token")
+    if extra_high <= 0.1 * first:
+        return f"{line}\n-> no fixed cost above the floor beyond {max(extra_high, 0) / first:.0%} of the shortest call"
+    if too_noisy(measured, limit):
+        return (f"{line}\n-> inconclusive: the runs' spreads allow a fixed cost from {max(extra_low, 0) * 1e3:,.1f} "
+                f"to {extra_high * 1e3:,.1f} ms per call")
+    if extra > 0.1 * first:
+        return (f"{line}\n-> a fixed cost of about {extra * 1e3:,.1f} ms per call sits above the floor "
+                f"({extra / first:.0%} of the shortest); the rest grows with the {unit}s")
+    return f"{line}\n-> no fixed cost above the floor beyond {max(extra, 0) / first:.0%} of the shortest call"
+
+
+def growth_reading(what: str, a: Sampled, b: Sampled, floor_ratio: float, limit: float = NOISE_LIMIT) -> str:
+    """Did `what` grow from a to b as its floor predicts (floor_ratio = floor at b / floor at a)?"""
+    _check_limit(limit)
+    if not (math.isfinite(floor_ratio) and floor_ratio > 0):
+        raise ValueError(f"floor_ratio must be a positive number, got {floor_ratio!r}")
+    ratio = b.median / a.median
+    moved = change(a, b, limit)
+    if too_noisy([a, b], limit) or moved.startswith("inconclusive") or (overlap(a, b) and abs(floor_ratio - 1) > limit):
+        return (f"-> {what}: {ratio:.2f}x between the medians (the floor: {floor_ratio:.2f}x); inconclusive: "
+                f"the runs disagree too much to compare with the floor")
+    said = f"{what} {moved} (the floor: {floor_ratio:.2f}x)"
+    if abs(ratio / floor_ratio - 1) <= limit:
+        return f"-> {said}: as the floor predicts, within {limit:.0%}"
+    if ratio > floor_ratio:
+        return f"-> {said}: more than the floor predicts; some cost the floor leaves out grows too"
+    return f"-> {said}: less than the floor predicts; a fixed cost the floor leaves out, paid at both, dilutes the growth"
+
+
+def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
+    """A line when two measurements of the same work, taken at different times, disagree, or ""."""
+    if overlap(a, b):
+        return ""
+    return (f"  note: {what_a} took {a.median * 1e3:,.1f} ms (median) and {what_b} {b.median * 1e3:,.1f} ms, "
+            f"ranges apart: they ran at different times, each under the load it met, and each is held "
+            f"only against the bounds measured beside it.")
+
+
+def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: float = NOISE_LIMIT) -> str:
+    """Two steps with the same launches, one reading `bytes_ratio` of the other's bytes: fit
+    time = fixed part + bytes / rate through them and say what the runs allow of the fixed part
+    (two lines: the fit, then the reading)."""
+    _check_limit(limit)
+    if not (isinstance(bytes_ratio, (int, float)) and 0 < bytes_ratio < 1):
+        raise ValueError(f"bytes_ratio must be between 0 and 1 (the narrow step reads fewer bytes), got {bytes_ratio!r}")
+
+    def fixed(thin_s: float, full_s: float) -> float:  # the line through both points, at 0 bytes
+        return (thin_s - bytes_ratio * full_s) / (1 - bytes_ratio)
+
+    fixed_s, low, high = fixed(thin.median, full.median), fixed(thin.low, full.high), fixed(thin.high, full.low)
+    line = (f"fixed part: {fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full "
+            f"step); anywhere from {low * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads")
+    if too_noisy([full, thin], limit):
+        return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
+                f"machine was busy. Re-run this cell when it is quieter.")
+    if thin.low > full.high:
+        return (f"{line}\n-> inconclusive: the narrow step was the slower, which no fixed part explains; the machine "
+                f"was disturbed. Re-run this cell when it is quieter.")
+    if overlap(full, thin):
+        return (f"{line}\n-> {bytes_ratio:.2f}x the bytes took as long, within the spreads: the time did not follow "
+                f"the bytes; this step is overhead-bound")
+    if high <= 0.25 * full.median:
+        return (f"{line}\n-> at most {max(high, 0) / full.median:.0%} of the step is fixed: its time follows the "
+                f"bytes; this step is bandwidth-bound, not overhead-bound")
+    if low >= 0.5 * full.median:
+        return (f"{line}\n-> at least {low / full.median:.0%} of the step is fixed: per-step overhead, not bytes, "
+                f"sets most of its time")
+    if high - low <= 0.25 * full.median:
+        return (f"{line}\n-> {max(low, 0) / full.median:.0%} to {high / full.median:.0%} of the step is fixed: "
+                f"per-step overhead sets that part of its time, the bytes the rest")
+    return (f"{line}\n-> inconclusive: the spreads allow a fixed part from {max(low, 0) / full.median:.0%} "
+            f"to {high / full.median:.0%} of the step")
