@@ -20,7 +20,7 @@ import pytest
 
 from utils import demo
 from utils.check import REFERENCE, RELEASE
-from utils.coursedir import REPO, read_scores, run_nbgrader
+from utils.coursedir import REPO, nbgrader, read_scores
 from utils.sandbox import OPT_OUT
 
 from conftest import SYNTH, make_course, synthetic_cells
@@ -127,8 +127,8 @@ def test_grading_real_submissions_still_refuses_without_bubblewrap(tmp_path, no_
     assert "Nothing was graded" in proc.stderr and OPT_OUT in proc.stderr
     assert not (course / "autograded" / "ann").exists() and not read_scores(course)
 
-    rc, log, _ = run_nbgrader(["autograde", SYNTH, "--force"], cwd=course, env_extra={"PATH": no_bwrap_env["PATH"]})
-    assert rc != 0 and "sandbox cannot run" in log and "'bwrap' is not installed" in log
+    run = nbgrader(["autograde", SYNTH, "--force"], cwd=course, check=False, env_extra={"PATH": no_bwrap_env["PATH"]})
+    assert run.rc != 0 and "sandbox cannot run" in run.log and "'bwrap' is not installed" in run.log
     assert all(r.score == 0 for r in read_scores(course))
 
 
