@@ -625,9 +625,13 @@ def test_what_a_kernel_leaves_in_its_work_folder_never_reaches_the_grader(tmp_pa
                            work_size_mb=64, copy_limit_mb=1)
     copied = eval(out.split("COPIED ")[1].splitlines()[0])   # a list literal the kernel printed
     assert copied == ["data.csv", "tiny.ipynb"], out   # regular files under the size limit only
-    made = out.split("MADE ")[1].splitlines()[0]
-    assert "'pipe'" in made and "'link'" in made and "'sparse'" in made, out   # it did make them, inside
-    assert "write " not in made, out   # every write outside its own tmpfs was refused
+    made = eval(out.split("MADE ")[1].splitlines()[0])   # a list literal the kernel printed
+    assert {"pipe", "link", "sparse"} <= set(made), out   # it did make them, inside
+    # every write outside its own tmpfs was refused; a checkout under /tmp (CI clones there) lies in
+    # the kernel's private /tmp tmpfs, where a write may succeed without reaching the grader's
+    # file system (asserted below: REPO / "planted" does not exist)
+    private = {"write " + str(REPO / "planted")} if str(REPO).startswith("/tmp/") else set()
+    assert not [m for m in made if m.startswith("write ") and m not in private], out
     assert "refused huge OSError" in out and "refused huge in /tmp OSError" in out, out   # the tmpfs is full
     assert facts["alive"], out
     assert _listing(first) == before[first] and _listing(second) == before[second]
