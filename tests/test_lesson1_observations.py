@@ -26,8 +26,8 @@ import functools
 import nbformat
 import pytest
 
-from utils.coursedir import REPO, graded_cells, nbgrader_meta
-from utils.grading.observations import compare_notebooks, observations_by_cell, run_observed
+from utils.coursedir import REPO, graded_cells
+from utils.grading.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
 from utils.samples_io import load_samples, sample_submission
 
 pytestmark = pytest.mark.slow
@@ -60,15 +60,7 @@ def request_metrics(send_time_s, token_times_s):
 
 
 def with_hidden_tests(nb):
-    """`nb` as nbgrader's autograde runs it: every locked cell (the graded test cells with their
-    hidden tests, the setup and given code) restored from the source notebook."""
-    source = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(str(SOURCE), as_version=4).cells
-              if nbgrader_meta(c).get("locked") and not nbgrader_meta(c).get("solution")}
-    for cell in nb.cells:
-        gid = nbgrader_meta(cell).get("grade_id")
-        if gid in source:
-            cell.source = source[gid]
-    return nb
+    return restore_locked_cells(nb, SOURCE)
 
 
 def _run(nb, tmp_path_factory, name: str):

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from utils.coursedir import REPO, nbgrader_meta, source_notebook
-from utils.grading.observations import compare_notebooks, observations_by_cell, run_observed
+from utils.grading.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
 from utils.samples_io import load_samples, sample_submission
 
 pytestmark = pytest.mark.slow
@@ -24,15 +24,7 @@ MORE_MISTAKES = getattr(importlib.import_module(f"utils.samples.{LESSON}"), "MOR
 
 
 def as_autograded(nb):
-    """The submission as autograding runs it: every locked cell (given code, graded tests with
-    their hidden part) restored from the source notebook, as nbgrader's OverwriteCells does."""
-    source = {nbgrader_meta(c)["grade_id"]: c.source for c in nbformat.read(str(SOURCE), as_version=4).cells
-              if nbgrader_meta(c).get("locked") and not nbgrader_meta(c).get("solution")}
-    for cell in nb.cells:
-        gid = nbgrader_meta(cell).get("grade_id")
-        if gid in source:
-            cell.source = source[gid]
-    return nb
+    return restore_locked_cells(nb, SOURCE)
 
 
 def graded_cells_of(solution_id: str) -> set[str]:

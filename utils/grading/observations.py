@@ -236,6 +236,24 @@ def run_observed(path, cwd=None, timeout: int = 600):
     return nb
 
 
+def restore_locked_cells(nb, source_path):
+    """`nb` as nbgrader's autograde runs it: every locked cell (given code, graded tests with their
+    hidden part) restored from the source notebook, as OverwriteCells does. For tests that run a
+    submission outside nbgrader."""
+    import nbformat
+
+    def meta(cell):
+        return cell.get("metadata", {}).get("nbgrader", {})
+
+    source = {meta(c)["grade_id"]: c.source for c in nbformat.read(str(source_path), as_version=4).cells
+              if meta(c).get("locked") and not meta(c).get("solution") and meta(c).get("grade_id")}
+    for cell in nb.cells:
+        gid = meta(cell).get("grade_id")
+        if gid in source:
+            cell.source = source[gid]
+    return nb
+
+
 def compare_notebooks(reference_nb, submission_nb) -> dict[str, Verdict]:
     """grade_id -> Verdict of each graded cell of an executed submission against an executed reference."""
     ref = observations_by_cell(reference_nb)
