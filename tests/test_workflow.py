@@ -122,3 +122,55 @@ def test_zip_collect_from_lms_downloads(course):
     totals = _totals(root)
     assert (totals["carol"], totals["dave"], totals["erin"]) == (6, 5, 4)
     assert {o.student for o in run.outcomes if o.status == "graded"} >= {"carol", "dave", "erin"}
+
+
+def test_collect_survives_hostile_entries_and_caps_each_submission(course):
+    """Whatever lies in inbound/ (a name nbgrader cannot parse, a file, a link, a FIFO, a folder
+    over the size cap, a name with a newline or '..'), collect refuses that entry with one line in
+    refused/LESSON.txt and collects every other student."""
+    import os
+    import shutil
+    root, _, base = course
+    exchange = base / "exchange-hostile"
+    inbound = exchange / COURSE_ID / "inbound"
+    inbound.mkdir(parents=True)
+    ts = "2026-12-01 10:00:00.000000 UTC"
+    for student in ("alice", "bob"):   # two submissions as nbgrader's submit lays them out
+        folder = inbound / f"{student}+{LESSON}+{ts}+abcdefghijkl"
+        folder.mkdir()
+        shutil.copy(root / "release" / LESSON / NB, folder / NB)
+        (folder / "timestamp.txt").write_text(ts)
+    good = sorted(inbound.iterdir())[0]
+    hostile = {
+        "carol+01_tiny+not a time+x": "no usable timestamp",
+        f"..+01_tiny+{ts}+x": "not a submission's name",
+        f"dave\n+01_tiny+{ts}+x": "not a submission's name",
+        f"erin+01_tiny+{ts}+x": "not a folder",          # a plain file
+        f"fred+01_tiny+{ts}+x": "not a folder",          # a link to the course
+        f"gina+01_tiny+{ts}+x": "over 20 MB",           # a folder with a large (sparse) file
+        f"hank+01_tiny+{ts}+x": "more than 500 files",
+    }
+    for name in hostile:
+        if name.startswith(("carol", "..", "dave", "gina", "hank")):
+            shutil.copytree(good, inbound / name)
+    (inbound / f"erin+01_tiny+{ts}+x").write_text("not a folder")
+    (inbound / f"fred+01_tiny+{ts}+x").symlink_to(root)
+    with open(inbound / f"gina+01_tiny+{ts}+x" / "big.bin", "wb") as f:
+        f.truncate(25_000_000)
+    for i in range(501):
+        (inbound / f"hank+01_tiny+{ts}+x" / f"f{i}").write_text("")
+    # inside a student's own folder: a FIFO and a link are not copied, her notebook is
+    os.mkfifo(inbound / good.name / "pipe")
+    (inbound / good.name / "link.txt").symlink_to("/etc/hostname")
+
+    shutil.rmtree(root / "submitted", ignore_errors=True)
+    shutil.rmtree(root / "refused", ignore_errors=True)
+    students = collect(root, LESSON, exchange)
+    assert students == ["alice", "bob"]
+    collected = root / "submitted" / good.name.split("+")[0] / LESSON
+    assert (collected / NB).is_file() and not (collected / "pipe").exists() and not (collected / "link.txt").exists()
+    notes = (root / "refused" / f"{LESSON}.txt").read_text().splitlines()
+    assert len(notes) == len(hostile), notes
+    for name, why in hostile.items():
+        assert sum(repr(name) in line and why in line for line in notes) == 1, (name, why, notes)
+    assert not (root / LESSON).exists() and not (root / "submitted" / "..").resolve().joinpath(LESSON).exists()

@@ -20,15 +20,18 @@ names, and nbgrader alone would collect what was planted there.
 from __future__ import annotations
 
 import argparse
-import glob
+import datetime
 import os
+import re
 import shutil
 import stat
 import sys
 from pathlib import Path
 
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
-from nbgrader.utils import ignore_patterns
+from nbgrader.utils import check_mode, ignore_patterns, parse_utc
+from traitlets import Float, Integer
 
 from utils import nbauthor as A
 from utils.coursedir import REPO, ToolError, nbgrader, scratch_config
@@ -58,23 +61,36 @@ def release(root: Path, lesson: str, exchange: Path | None = None) -> str:
 
 REFUSED = "REFUSED"         # starts every log line of OwnerCheckedCollect about what it left out
 COLLECT_CLASS = "utils.workflow.OwnerCheckedCollect"   # nbgrader_config.py names it too
+# a student id as it may appear in a submission folder's name (nbgrader's separator '+' excluded;
+# no '/', '.' or '..', no control characters): anything else is refused before it is parsed
+_STUDENT_ID = re.compile(r"^[\w@-][\w.@-]{0,63}$")
 
 
 class OwnerCheckedCollect(ExchangeCollect):
-    """nbgrader's collect (`--update`, due dates and all), except that on a shared file system a
-    student's submission is taken only from a folder that student owns, and only the files in it
-    that the student owns.
+    """nbgrader's collect (`--update`, due dates and all) that no entry in `inbound/` can stop or
+    spoil: each submission is checked on its own, and one that fails a check is refused (a
+    REFUSED log line, a one-line note in `refused/LESSON.txt`) while every other student is
+    collected. Refused: a name that is not `STUDENT+LESSON+TIMESTAMP[+RANDOM]` with a usable
+    student id and timestamp; anything but a folder; a folder the instructor cannot read; a
+    submission over the size cap (`max_submission_mb`, `max_submission_files`, counted before
+    anything is copied); and, on a shared file system (`check_owner`, the default), a folder not
+    owned by the student it is named for.
 
-    nbgrader's submit leaves each submission folder in `inbound/` writable by everyone (mode 0777)
-    and names it `STUDENT+LESSON+TIMESTAMP+RANDOM`; nbgrader's collect takes the newest folder by
-    its name and only warns when its owner is someone else. Here a folder named for alice but
-    owned by bob is skipped (alice's newest own folder is collected instead), and a file or folder
-    inside alice's submission that bob wrote, a link, or anything but a plain file or folder is not
-    copied to submitted/. Nothing is lost: each refused entry is logged (log lines with
-    REFUSED), copied when it is a plain file to `refused/STUDENT/LESSON/FOLDER/`, never graded, and
-    left where it was in the exchange. Owners are read from the open file (fstat), so a file
+    nbgrader's submit leaves each submission folder writable by everyone (mode 0777; the class's
+    PrivateSubmit closes it) and nbgrader's collect takes the newest folder by its name, only
+    warning when its owner is someone else, and raises on the first name it cannot parse. Here a
+    folder named for alice but owned by bob is skipped (alice's newest own folder is collected
+    instead), and a file or folder inside alice's submission that bob wrote, a link, or anything
+    but a plain file or folder is not copied to submitted/. Nothing is deleted: each refused file
+    is logged, copied when it is a plain file to `refused/STUDENT/LESSON/FOLDER/`, never graded,
+    and left where it was in the exchange. Owners are read from the open file (fstat), so a file
     swapped between the check and the copy is not taken. With `ExchangeCollect.check_owner = False`
-    (all students share one Unix account, as in some containers) it is nbgrader's collect."""
+    (all students share one Unix account, as in some containers) owners are not checked."""
+
+    max_submission_mb = Float(20.0, help="A submission larger than this (MB, all its files together) is "
+                              "refused at collect, and the others collected.").tag(config=True)
+    max_submission_files = Integer(500, help="A submission with more files and folders than this is refused "
+                                   "at collect.").tag(config=True)
 
     def _owner_uid(self, student: str) -> int | None:
         import pwd
@@ -83,23 +99,92 @@ class OwnerCheckedCollect(ExchangeCollect):
         except KeyError:
             return None
 
+    def _note(self, entry: str, why: str) -> None:
+        """One line in refused/LESSON.txt and in the log; the entry's name as Python writes it."""
+        lesson = self.coursedir.assignment_id
+        line = f"{entry!r}: {why}"
+        self.log.warning(f"{REFUSED} {line}")
+        folder = Path(self.coursedir.root) / "refused"
+        folder.mkdir(exist_ok=True)
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        with open(folder / f"{lesson}.txt", "a") as f:
+            f.write(f"{stamp} {lesson} {line}\n")
+
+    def _record(self, path: str) -> dict | None:
+        name = os.path.basename(path)
+        parts = name.split("+")
+        if len(parts) not in (3, 4) or not _STUDENT_ID.fullmatch(parts[0]) or parts[0] in (".", ".."):
+            self._note(name, "not a submission's name (STUDENT+LESSON+TIMESTAMP+RANDOM); not collected")
+            return None
+        try:
+            timestamp = parse_utc(parts[2])
+            if timestamp is None:
+                raise ValueError("no timestamp")
+        except Exception as err:   # dateutil raises several kinds on garbage
+            self._note(name, f"no usable timestamp in its name ({type(err).__name__}); not collected")
+            return None
+        return {"username": parts[0], "filename": name, "timestamp": timestamp}
+
+    def _size_problem(self, path: str) -> str | None:
+        """Why the submission at `path` is over the cap (None when it is not), counted with lstat
+        and stopping as soon as it is over."""
+        cap, total, count, unreadable = self.max_submission_mb * 1e6, 0, 0, []
+        for dirpath, dirnames, filenames in os.walk(path, onerror=lambda err: unreadable.append(err.filename)):
+            for name in dirnames + filenames:
+                count += 1
+                if count > self.max_submission_files:
+                    return f"more than {self.max_submission_files} files and folders (the cap at collect)"
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    total += st.st_size
+                if total > cap:
+                    return f"over {self.max_submission_mb:g} MB (the cap per submission at collect)"
+        if unreadable:
+            return f"a folder in it the instructor cannot read ({os.path.relpath(unreadable[0], path)!r})"
+        return None
+
     def init_src(self):
-        super().init_src()
-        if not self.check_owner:
-            return
-        pattern = os.path.join(self.inbound_path, f"{self.coursedir.student_id or '*'}+{self.coursedir.assignment_id}+*")
+        if self.coursedir.course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        self.course_path = os.path.join(self.root, self.coursedir.course_id)
+        self.inbound_path = os.path.join(self.course_path, "inbound")
+        if not os.path.isdir(self.inbound_path):
+            self.fail(f"Course not found: {self.inbound_path}")
+        if not check_mode(self.inbound_path, read=True, execute=True):
+            self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            try:
+                self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
+            except MissingEntry:
+                self.duedate = None
+        lesson = self.coursedir.assignment_id
+        wanted = self.coursedir.student_id if self.coursedir.student_id not in ("", "*") else None
         by_student: dict[str, list[dict]] = {}
-        for path in glob.glob(pattern):
-            rec = self._path_to_record(path)
+        for name in sorted(os.listdir(self.inbound_path)):
+            parts = name.split("+")
+            if len(parts) < 2 or parts[1] != lesson or (wanted and parts[0] != wanted):
+                continue   # another lesson's, or another student's when one is asked for
+            path = os.path.join(self.inbound_path, name)
+            rec = self._record(path)
+            if rec is None:
+                continue
             st = os.lstat(path)
-            uid = self._owner_uid(rec["username"])
-            if stat.S_ISDIR(st.st_mode) and uid is not None and st.st_uid == uid:
-                by_student.setdefault(rec["username"], []).append(rec)
-            else:
-                what = "not a folder" if not stat.S_ISDIR(st.st_mode) else (
-                    f"no user {rec['username']} on this system" if uid is None else f"owned by {_user(st.st_uid)}")
-                self.log.warning(f"{REFUSED} submission {path}: named for {rec['username']} but {what}; "
-                                 "not collected, left in the exchange")
+            if not stat.S_ISDIR(st.st_mode):
+                self._note(name, "not a folder (a link, a file or a special file); not collected")
+                continue
+            if self.check_owner:
+                uid = self._owner_uid(rec["username"])
+                if uid is None or st.st_uid != uid:
+                    what = f"no user {rec['username']} on this system" if uid is None else f"owned by {_user(st.st_uid)}"
+                    self._note(name, f"named for {rec['username']} but {what}; not collected, left in the exchange")
+                    continue
+            if not os.access(path, os.R_OK | os.X_OK):
+                self._note(name, f"the instructor cannot read it (mode {stat.S_IMODE(st.st_mode):04o}); not collected")
+                continue
+            by_student.setdefault(rec["username"], []).append(rec)
         chosen = []
         for records in by_student.values():
             records = self._sort_by_timestamp(records)
@@ -108,18 +193,35 @@ class OwnerCheckedCollect(ExchangeCollect):
             chosen.append(records[0])
         self.src_records = chosen
 
+    def copy_files(self):
+        """nbgrader's copy, one student at a time: a submission that fails is refused and noted,
+        and the next one collected."""
+        records = self.src_records
+        try:
+            for rec in records:
+                problem = self._size_problem(os.path.join(self.inbound_path, rec["filename"]))
+                if problem:
+                    self._note(rec["filename"], f"{problem}; not collected, left in the exchange")
+                    continue
+                self.src_records = [rec]
+                try:
+                    super().copy_files()
+                except Exception as err:   # one student's submission, whatever went wrong in it
+                    self._note(rec["filename"], f"could not be collected ({type(err).__name__}: "
+                                                f"{' '.join(str(err).split())[:200]}); left in the exchange")
+        finally:
+            self.src_records = records
+
     def do_copy(self, src, dest, log=None):
-        if not self.check_owner:
-            return super().do_copy(src, dest)
-        student = self._path_to_record(src)["username"]
-        uid = self._owner_uid(student)
+        """Plain files and folders only (never a link, a FIFO or a device), and with `check_owner`
+        only those the student owns."""
+        student = os.path.basename(src).split("+")[0]
+        uid = self._owner_uid(student) if self.check_owner else None
         st = os.lstat(src)   # checked again: without the sticky bit on inbound it may have been swapped
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid:
-            self.log.warning(f"{REFUSED} submission {src}: no longer a folder owned by {student}; not collected")
+        if not stat.S_ISDIR(st.st_mode) or (self.check_owner and st.st_uid != uid):
+            self._note(os.path.basename(src), f"no longer a folder owned by {student}; not collected")
             os.makedirs(dest, exist_ok=True)
             return
-        if self.get_size(src) > 1000 * self.coursedir.max_dir_size:
-            raise RuntimeError(f"Directory size is too big: {src}")
         ignore = ignore_patterns(exclude=self.coursedir.ignore, include=self.coursedir.include,
                                  max_file_size=self.coursedir.max_file_size, log=self.log)
         lesson = self.coursedir.assignment_id
@@ -131,10 +233,12 @@ class OwnerCheckedCollect(ExchangeCollect):
             for name in list(dirnames):
                 path = os.path.join(dirpath, name)
                 st = os.lstat(path)
-                if name in ignored or st.st_uid != uid:
+                foreign = self.check_owner and st.st_uid != uid
+                if name in ignored or foreign or not stat.S_ISDIR(st.st_mode):
                     dirnames.remove(name)
                     if name not in ignored:
-                        self._refuse(path, f"a folder owned by {_user(st.st_uid)}, not {student}", None, refused_dir, rel)
+                        why = f"a folder owned by {_user(st.st_uid)}, not {student}" if foreign else "a link to a folder"
+                        self._refuse(path, why, None, refused_dir, rel)
                     continue
                 os.makedirs(os.path.join(dest, rel, name), exist_ok=True)
             for name in filenames:
@@ -150,7 +254,7 @@ class OwnerCheckedCollect(ExchangeCollect):
                     st = os.fstat(f.fileno())
                     if not stat.S_ISREG(st.st_mode):
                         self._refuse(path, "not a plain file", None, refused_dir, rel)
-                    elif st.st_uid != uid:
+                    elif self.check_owner and st.st_uid != uid:
                         self._refuse(path, f"written by {_user(st.st_uid)}, not {student}", f, refused_dir, rel)
                     else:
                         target = os.path.join(dest, rel, name)
