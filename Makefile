@@ -1,6 +1,8 @@
 # The course's commands. Each creates the environment (.venv) when it is missing.
 #   make demo   build the release, grade three sample submissions end to end, print the scores
 #   make test   the test suite (what CI runs)
+#   make classroom INSTRUCTOR=NAME STUDENTS=FILE   as root on a bare Debian/Ubuntu server: a class
+#               (utils/classroom-setup.sh; CLASSROOM_ARGS=... passes more options, e.g. --create-users)
 # Both install the Debian packages they need where they can (root with apt-get): the demo only
 # bubblewrap (the autograding sandbox), the tests everything in utils/system-packages.txt.
 PYTHON ?= python3
@@ -11,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to start as root (containers often run as root) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: env system-deps demo-deps demo test build check grade bench gpu-check lab lab-instructor clean
+.PHONY: classroom env system-deps demo-deps demo test build check grade bench gpu-check lab lab-instructor clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +21,14 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	touch $(STAMP)
 
 env: $(STAMP)
+
+# A class on this server (no .venv: the class gets its own environment, /opt/prefill-decode/env).
+INSTRUCTOR ?=
+STUDENTS ?=
+CLASSROOM_ARGS ?=
+classroom:
+	@test -n "$(INSTRUCTOR)" -a -n "$(STUDENTS)" || { echo "usage: make classroom INSTRUCTOR=NAME STUDENTS=FILE [CLASSROOM_ARGS=...]"; exit 2; }
+	bash utils/classroom-setup.sh --instructor "$(INSTRUCTOR)" --students "$(STUDENTS)" $(CLASSROOM_ARGS)
 
 demo: $(STAMP) demo-deps
 	$(PY) -m utils.demo
