@@ -66,3 +66,89 @@ def test_setup_refuses_without_root(monkeypatch):
 def test_pins_come_from_the_requirements():
     pins = classroom.pinned_requirements()
     assert any(p.startswith("nbgrader==") for p in pins) and any(p.startswith("jupyterhub==") for p in pins)
+
+
+def _tree(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")
+            if ".git" not in p.parts and ".venv" not in p.parts and "__pycache__" not in p.parts
+            and ".pytest_cache" not in p.parts}
+
+
+def test_the_course_package_is_installed_as_a_copy_without_touching_the_checkout(tmp_path):
+    """The class's environment holds its own copy of `course` (the checkout may be private,
+    moved or deleted afterwards), and building it writes nothing (build/, *.egg-info) here."""
+    import subprocess
+    import sys
+    # the project's own environment: an editable install, which points back here
+    assert "outside the environment" in classroom.course_copy_state(Path(sys.executable))
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    python = env / "bin" / "python"
+    assert classroom.course_copy_state(python) == "not installed"
+    before = _tree(classroom.REPO)
+    classroom.install_course(python)
+    assert _tree(classroom.REPO) == before
+    assert classroom.course_copy_state(python) is None
+    installed = Path(subprocess.run([str(python), "-I", "-c", "import importlib.util as u; print(u.find_spec('course').origin)"],
+                                    cwd="/", capture_output=True, text=True, check=True).stdout.strip())
+    assert installed.is_relative_to(env) and installed.name == "__init__.py"
+    # a change in the checkout's package is seen as a stale copy
+    (installed.parent / "__init__.py").write_text(installed.read_text() + "\n# changed\n")
+    assert "differs" in classroom.course_copy_state(python)
+
+
+def test_the_setup_starts_with_the_standard_library_alone(tmp_path):
+    """On a bare server utils.classroom runs in an empty environment, before nbformat is there."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom as c; "
+            "print(c.ToolError.__name__, c.REPO)")
+    res = subprocess.run([sys.executable, "-c", code], cwd=classroom.REPO, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["ToolError", str(classroom.REPO)]
+
+
+def _room(**kw) -> classroom.Classroom:
+    return classroom.Classroom("teacher", ["alice"], prefix="/nonexistent", **kw)
+
+
+def test_the_hub_stays_on_loopback_unless_served_over_tls(tmp_path):
+    classroom.check_bind(_room())                                   # the default: loopback
+    classroom.check_bind(_room(bind_url="http://127.0.0.1:9000"))
+    classroom.check_bind(_room(bind_url="http://localhost:9000", behind_proxy=True))
+    with pytest.raises(ToolError, match="plain HTTP"):               # the control: a public address refused
+        classroom.check_bind(_room(bind_url="http://0.0.0.0:8000"))
+    with pytest.raises(ToolError, match="plain HTTP"):
+        classroom.check_bind(_room(bind_url="http://203.0.113.7:443"))
+    with pytest.raises(ToolError, match="keeps the hub on loopback"):
+        classroom.check_bind(_room(bind_url="http://0.0.0.0:8000", behind_proxy=True))
+    with pytest.raises(ToolError, match="both"):
+        classroom.check_bind(_room(bind_url="http://0.0.0.0:8000", ssl_cert=str(tmp_path / "c")))
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("cert")
+    key.write_text("key")
+    room = _room(bind_url="http://0.0.0.0:443", ssl_cert=str(cert), ssl_key=str(key))
+    classroom.check_bind(room)
+    assert room.bind_url == "https://0.0.0.0:443"
+
+
+def test_the_private_submit_closes_what_nbgrader_opens(tmp_path):
+    """nbgrader's submit leaves the folder 0777; PrivateSubmit's last step closes it (0750: the
+    owner and the course's group alone enter it) and leaves what is inside readable through it."""
+    from utils.classroom_exchange import make_private
+    sub = tmp_path / "alice+01_tiny+ts+rnd"
+    (sub / "sub").mkdir(parents=True)
+    (sub / "tiny.ipynb").write_text("{}")
+    (sub / "sub" / "data.txt").write_text("x")
+    (sub / "link").symlink_to("/etc/hostname")
+    os.chmod(sub, 0o777)
+    os.chmod(sub / "tiny.ipynb", 0o600)
+    os.chmod(sub / "sub", 0o700)
+    make_private(str(sub))
+    assert stat_mode(sub) == 0o750 and stat_mode(sub / "sub") == 0o755
+    assert stat_mode(sub / "tiny.ipynb") == 0o644 and stat_mode(sub / "sub" / "data.txt") == 0o644
+    assert (sub / "link").is_symlink()
+
+
+def stat_mode(path: Path) -> int:
+    return path.lstat().st_mode & 0o7777

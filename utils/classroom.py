@@ -32,23 +32,39 @@ the exchange and the environment (never homes, accounts or the course directory)
 from __future__ import annotations
 
 import argparse
+import grp
+import ipaddress
 import json
 import os
 import pwd
 import re
+import secrets
 import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from utils.coursedir import REPO, ToolError
+# Only the standard library here: on a bare server this runs before the environment that holds
+# nbformat and the rest exists (utils/classroom-setup.sh makes an empty one and runs this in it).
+try:
+    from utils.coursedir import REPO, ToolError
+except ImportError:   # nbformat and friends not installed yet
+    REPO = Path(__file__).resolve().parents[1]
+
+    class ToolError(Exception):
+        """A problem the user can fix, explained in one message."""
 
 COURSE_ID = "prefill-decode"
 DEFAULT_PREFIX = Path("/opt/prefill-decode")
 DEFAULT_EXCHANGE = Path("/usr/local/share/nbgrader/exchange")   # nbgrader 0.9.6's Exchange.root
 HUB_CONFIG_EXAMPLE = Path(__file__).with_name("classroom_jupyterhub_config.py")
+EXCHANGE_MODULE = Path(__file__).with_name("classroom_exchange.py")   # installed as EXCHANGE_MODULE_NAME
+EXCHANGE_MODULE_NAME = "prefill_decode_exchange"
+DEFAULT_BIND_URL = "http://127.0.0.1:8000"
+DEFAULT_PROFILE_SCRIPT = Path("/etc/profile.d/prefill-decode.sh")
 
 # nbgrader's extensions only instructors use: hidden from students in their own ~/.jupyter.
 INSTRUCTOR_LAB_EXTENSIONS = ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
@@ -69,11 +85,18 @@ class Classroom:
     exchange: str = str(DEFAULT_EXCHANGE)
     course_dir: str = ""
     course_id: str = COURSE_ID
+    hub_state: str = ""               # the hub's database, cookie secret and proxy token (root, 0700)
+    bind_url: str = DEFAULT_BIND_URL  # loopback unless an address is named (then with TLS or a proxy)
+    ssl_cert: str = ""
+    ssl_key: str = ""
+    behind_proxy: bool = False
+    profile_script: str = str(DEFAULT_PROFILE_SCRIPT)
     actions: list[str] = field(default_factory=list)     # what this run changed
     todo: list[str] = field(default_factory=list)        # left to the administrator
 
     def __post_init__(self):
         self.env = self.env or str(Path(self.prefix) / "env")
+        self.hub_state = self.hub_state or str(Path(self.prefix) / "hub")
 
     @property
     def record(self) -> Path:
@@ -179,7 +202,6 @@ def missing_pins(python: Path, pins: list[str]) -> list[str]:
             "out = []\nfor pin in json.loads(sys.argv[1]):\n    name, want = pin.split('==')\n"
             "    try:\n        ok = version(name).split('+')[0] == want\n    except PackageNotFoundError:\n        ok = False\n"
             "    out.append(None if ok else pin)\n"
-            "try:\n    import course\nexcept ImportError:\n    out.append('the course package')\n"
             "print(json.dumps([p for p in out if p]))")
     res = subprocess.run([str(python), "-c", code, json.dumps(pins)], capture_output=True, text=True)
     if res.returncode != 0:
@@ -187,9 +209,60 @@ def missing_pins(python: Path, pins: list[str]) -> list[str]:
     return json.loads(res.stdout)
 
 
+def _package_files(folder: Path) -> dict[str, bytes]:
+    """The package's modules (what pyproject.toml installs: course/*.py), by path."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.py"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+# Where `python` imports `course` from, and whether that is a copy inside its own environment.
+_WHERE_COURSE = ("import importlib.util, json, os, sys\n"
+                 "spec = importlib.util.find_spec('course')\n"
+                 "where = os.path.dirname(spec.origin) if spec and spec.origin else None\n"
+                 "inside = bool(where) and os.path.realpath(where).startswith(os.path.realpath(sys.prefix) + os.sep)\n"
+                 "print(json.dumps({'where': where, 'inside': inside}))")
+
+
+def course_copy_state(python: Path) -> str | None:
+    """None when `python` imports `course` from its own environment, as a copy identical to this
+    checkout's course/; else what is wrong (missing, an editable install pointing elsewhere, stale)."""
+    res = subprocess.run([str(python), "-I", "-c", _WHERE_COURSE], capture_output=True, text=True, cwd="/")
+    if res.returncode != 0:
+        raise ToolError(f"{python} does not run: {res.stderr.strip()[-500:]}")
+    found = json.loads(res.stdout)
+    if not found["where"]:
+        return "not installed"
+    if not found["inside"]:
+        return f"imported from {found['where']}, outside the environment (an editable install?)"
+    if _package_files(Path(found["where"])) != _package_files(REPO / "course"):
+        return f"the copy in {found['where']} differs from {REPO / 'course'}"
+    return None
+
+
+def install_course(python: Path) -> None:
+    """Install the `course` package into `python`'s environment as a copy (not an editable install
+    pointing at this checkout), built from a temporary copy so that nothing (build/, *.egg-info)
+    is written into the checkout. Only `course` is (re)installed; its dependencies are the pins'."""
+    with tempfile.TemporaryDirectory(prefix="course-build-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        shutil.copy2(REPO / "pyproject.toml", src / "pyproject.toml")
+        shutil.copytree(REPO / "course", src / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        # setuptools able to build a wheel already in the environment: no download (else pip fetches it)
+        probe = ("import setuptools\ntry:\n    import setuptools.command.bdist_wheel\n"
+                 "except ImportError:\n    import wheel.bdist_wheel")
+        has_setuptools = subprocess.run([str(python), "-c", probe], capture_output=True).returncode == 0
+        args = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+                "--force-reinstall", "--no-cache-dir", *(["--no-build-isolation"] if has_setuptools else []), str(src)]
+        res = subprocess.run(args, capture_output=True, text=True, cwd=tmp, env={**os.environ, "TMPDIR": tmp})
+        if res.returncode != 0:
+            raise ToolError(f"installing the course package into {python} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
+
+
 def shared_env(room: Classroom, base_python: Path) -> Path:
     """The environment every user's server and kernels run in: created when missing, completed
-    when a pin is missing, left alone otherwise."""
+    when a pin is missing, its own copy of the course package refreshed when it differs from this
+    checkout's; left alone otherwise. It does not depend on this checkout afterwards."""
     env = Path(room.env)
     python = env / "bin" / "python"
     pins = pinned_requirements()
@@ -204,12 +277,24 @@ def shared_env(room: Classroom, base_python: Path) -> Path:
     missing = missing_pins(python, pins)
     if missing:
         print(f"  installing into {env}: {', '.join(missing)} (minutes)", flush=True)
-        res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                              "-r", str(REPO / "requirements.txt"), *[p for p in pins if p.startswith("jupyterhub==")],
-                              str(REPO)], capture_output=True, text=True)
+        with tempfile.TemporaryDirectory(prefix="classroom-pip-") as tmp:
+            res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                  "-r", str(REPO / "requirements.txt"), *[p for p in pins if p.startswith("jupyterhub==")]],
+                                 capture_output=True, text=True, cwd=tmp)
         if res.returncode != 0:
             raise ToolError(f"pip install into {env} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
-        room.did(f"{env}: installed the course's pins and the course package")
+        room.did(f"{env}: installed the course's pins")
+    wrong = course_copy_state(python)
+    if wrong:
+        install_course(python)
+        room.did(f"{env}: installed its own copy of the course package (was: {wrong})")
+    purelib = Path(subprocess.run([str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip())
+    module = purelib / f"{EXCHANGE_MODULE_NAME}.py"
+    if not module.exists() or module.read_bytes() != EXCHANGE_MODULE.read_bytes():
+        shutil.copyfile(EXCHANGE_MODULE, module)
+        os.chmod(module, 0o644)
+        room.did(f"{module}: the students' private submit (from {EXCHANGE_MODULE.name})")
     blocked = runnable_by_everyone(python)
     if blocked:
         raise ToolError(f"the environment {env} cannot be run by other users ({blocked} is closed to them)")
@@ -234,6 +319,7 @@ def exchange(room: Classroom) -> None:
     elif made:
         room.did(f"created the exchange root {root}")
     pw = pwd.getpwnam(room.instructor)
+    _check_course_group(room, pw.pw_gid)
     course = root / room.course_id
     # nbgrader's own modes (inbound write-only for students, feedback listable by nobody), and the
     # sticky bit on inbound, which nbgrader leaves out: nobody moves or removes another's submission
@@ -254,6 +340,20 @@ def exchange(room: Classroom) -> None:
         if stat.S_IMODE(st.st_mode) != mode:
             os.chmod(path, mode)
             room.did(f"{path}: mode {mode:04o}")
+        if st.st_gid != pw.pw_gid:
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+            room.did(f"{path}: group {grp.getgrgid(pw.pw_gid).gr_name} (the instructor's)")
+
+
+def _check_course_group(room: Classroom, gid: int) -> None:
+    """Submissions are readable by the instructor's primary group (inbound/'s, setgid): no student
+    may be in it."""
+    group = grp.getgrgid(gid)
+    inside = [n for n in room.students if n in group.gr_mem or pwd.getpwnam(n).pw_gid == gid]
+    if inside:
+        raise ToolError(f"the instructor's group {group.gr_name} holds student(s) {', '.join(inside)}: every "
+                        "submission is readable by that group. Give the instructor a group of their own "
+                        "(usermod -g) or take the students out of it, and rerun")
 
 
 def _user_name(uid: int) -> str:
@@ -268,7 +368,8 @@ def course_directory(room: Classroom) -> None:
     course = Path(room.course_dir)
     if not course.exists():
         ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache",
-                                        "autograded", "submitted", "feedback", "gradebook.db", "grades.csv")
+                                        "autograded", "submitted", "feedback", "gradebook.db", "grades.csv",
+                                        "build", "*.egg-info", ".grading-cache", "refused")
         shutil.copytree(REPO, course, ignore=ignore, symlinks=True)
         room.did(f"copied the course repository to {course}")
     changed = 0
@@ -377,6 +478,9 @@ def user_config(room: Classroom, python: Path, name: str, instructor: bool) -> N
              f"c.Exchange.root = {room.exchange!r}"]
     if instructor:
         lines.append(f"c.CourseDirectory.root = {room.course_dir!r}")
+    else:
+        lines += ["# the submission readable by its student and the instructor's group alone (nbgrader's is 0777)",
+                  f"c.ExchangeFactory.submit = '{EXCHANGE_MODULE_NAME}.PrivateSubmit'"]
     spec = {"instructor": instructor, "lab": INSTRUCTOR_LAB_EXTENSIONS, "server": INSTRUCTOR_SERVER_EXTENSIONS,
             "mark": MARK, "nbgrader_config": "\n".join(lines) + "\n"}
     res = as_user(name, [str(python), "-c", _WRITE_CONFIG, json.dumps(spec)])
@@ -399,6 +503,95 @@ def as_user(name: str, args: list[str], cwd: Path | None = None, **kw) -> subpro
     env.update(kw.pop("env", {}))
     return subprocess.run(args, cwd=str(cwd or pw.pw_dir), env=env, user=pw.pw_uid, group=pw.pw_gid,
                           extra_groups=os.getgrouplist(name, pw.pw_gid), capture_output=True, text=True, **kw)
+
+
+def check_bind(room: Classroom) -> None:
+    """The hub listens on loopback unless an address is named; then only over TLS (certificate and
+    key given), or behind a reverse proxy, in which case the hub itself stays on loopback."""
+    from urllib.parse import urlsplit
+    url = urlsplit(room.bind_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ToolError(f"--address {room.bind_url!r}: give HOST:PORT or http(s)://HOST:PORT")
+    host = url.hostname
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if bool(room.ssl_cert) != bool(room.ssl_key):
+        raise ToolError("give both --ssl-cert and --ssl-key, or neither")
+    for f in (room.ssl_cert, room.ssl_key):
+        if f and not Path(f).is_file():
+            raise ToolError(f"no such file: {f}")
+    if room.ssl_cert and url.scheme != "https":
+        room.bind_url = url._replace(scheme="https").geturl()
+    if loopback:
+        return
+    if room.behind_proxy:
+        raise ToolError(f"--behind-proxy keeps the hub on loopback (the reverse proxy on this server reaches "
+                        f"it there); leave out --address {host} or --behind-proxy")
+    if not room.ssl_cert:
+        raise ToolError(f"the hub would listen on {host} over plain HTTP, sending the class's Unix passwords in "
+                        "clear: give --ssl-cert and --ssl-key, or keep it on loopback behind a reverse proxy "
+                        "with TLS (--behind-proxy; docs/instructors.md shows one)")
+
+
+def _secret_file(room: Classroom, path: Path, what: str) -> None:
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+        room.did(f"wrote {path} ({what}, root alone)")
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != 0:
+        raise ToolError(f"{path} is not a plain file of root's; look at it, remove it and rerun")
+    if stat.S_IMODE(st.st_mode) != 0o600:
+        os.chmod(path, 0o600)
+        room.did(f"{path}: mode 0600 (was {stat.S_IMODE(st.st_mode):04o})")
+
+
+def hub_state(room: Classroom) -> None:
+    """The hub's own folder: root's, 0700, with the cookie secret and the proxy's token in it
+    (0600) and, once the hub runs, its database (users, cookie ids, hashed tokens)."""
+    state = Path(room.hub_state)
+    if not state.exists():
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.mkdir(mode=0o700)
+        os.chown(state, 0, 0)
+        room.did(f"created the hub's state folder {state} (root alone)")
+    st = os.lstat(state)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        raise ToolError(f"the hub's state folder {state} is not a folder owned by root; look at it, move it away and rerun")
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(state, 0o700)
+        room.did(f"{state}: mode 0700 (was {stat.S_IMODE(st.st_mode):04o})")
+    _secret_file(room, state / "jupyterhub_cookie_secret", "the hub's cookie secret")
+    _secret_file(room, state / "proxy_token", "the token between the hub and its proxy")
+    for name in ("jupyterhub.sqlite",):
+        db = state / name
+        if db.exists() and stat.S_IMODE(os.lstat(db).st_mode) & 0o077:
+            os.chmod(db, 0o600)
+            room.did(f"{db}: mode 0600")
+
+
+def profile_script(room: Classroom) -> None:
+    """The shared environment first on PATH in the class's login shells (JupyterLab's terminals
+    are login shells, and /etc/profile resets PATH): python, jupyter, nbgrader and the course's
+    commands are found there. Only for the class's users."""
+    path = Path(room.profile_script)
+    users = " | ".join([room.instructor, *room.students])
+    bin_ = Path(room.env) / "bin"
+    text = (f"{MARK}: the class's environment on PATH in its users' login shells\n"
+            f'case "$(id -un 2>/dev/null)" in\n'
+            f"  {users})\n"
+            f'    case ":$PATH:" in *":{bin_}:"*) ;; *) PATH="{bin_}:$PATH"; export PATH ;; esac ;;\n'
+            "esac\n")
+    if not path.exists() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        room.did(f"wrote {path} ({bin_} on PATH in the class's login shells and terminals)")
+    if stat.S_IMODE(os.lstat(path).st_mode) != 0o644:
+        os.chmod(path, 0o644)
+        room.did(f"{path}: mode 0644")
 
 
 def hub_files(room: Classroom) -> Path:
@@ -431,6 +624,7 @@ def load_record(prefix: Path) -> dict:
 def setup(room: Classroom, python: Path, create_users: bool = False, home_base: Path | None = None) -> Classroom:
     require_root()
     check_names([room.instructor, *room.students])
+    check_bind(room)
     if room.instructor in room.students:
         raise ToolError(f"{room.instructor} is both the instructor and a student")
     if room.record.exists():   # a rerun keeps the students added earlier
@@ -450,12 +644,20 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     user_config(room, env_python, room.instructor, instructor=True)
     for name in room.students:
         user_config(room, env_python, name, instructor=False)
+    print("terminals and the hub's state", flush=True)
+    profile_script(room)
+    hub_state(room)
     hub = hub_files(room)
+    todo = [f"start the hub as root: cd {room.hub_state} && {Path(room.env) / 'bin' / 'jupyterhub'} -f {hub} "
+            "(e.g. as a systemd service: docs/instructors.md)"]
+    if room.behind_proxy:
+        todo.append(f"serve the hub through the reverse proxy with TLS on this server, to {room.bind_url} "
+                    "(docs/instructors.md shows nginx's configuration)")
+    elif not room.ssl_cert:
+        todo.append(f"the hub listens on {room.bind_url} (this server alone): to open it to the class, rerun with "
+                    "--address HOST:PORT --ssl-cert FILE --ssl-key FILE, or --behind-proxy and a reverse proxy with TLS")
     room.todo[:0] = [
-        f"start the hub as root: {Path(room.env) / 'bin' / 'jupyterhub'} -f {hub} (from a folder only root "
-        "can read: it keeps its cookie secret and database there), e.g. as a systemd service",
-        "put TLS in front of the hub (a reverse proxy with a certificate, or JupyterHub.ssl_cert and ssl_key); "
-        "never serve PAM passwords over plain HTTP",
+        *todo,
         f"back up {room.course_dir} (source/ and the gradebook hold the answers and the grades) and the "
         f"exchange {room.exchange}",
         f"release, collect and grade as {room.instructor}, in {room.course_dir}: see docs/instructors.md",
@@ -486,6 +688,10 @@ def teardown(prefix: Path, delete_exchange: bool, delete_env: bool) -> list[str]
         done += [f"{name}: {line}" for line in res.stdout.splitlines()]
         if res.returncode != 0:
             done.append(f"{name}: could not undo the configuration: {res.stderr.strip()[-300:]}")
+    script = Path(state.get("profile_script", DEFAULT_PROFILE_SCRIPT))
+    if script.is_file() and MARK in script.read_text():
+        script.unlink()
+        done.append(f"removed {script}")
     if delete_exchange:
         course = Path(state["exchange"]) / state["course_id"]
         if course.exists():
@@ -503,11 +709,18 @@ def print_summary(room: Classroom) -> None:
     print(f"  environment  {room.env}")
     print(f"  exchange     {room.exchange} (course folder {Path(room.exchange) / room.course_id})")
     print(f"  course       {room.course_dir}")
-    print(f"  hub config   {Path(room.prefix) / 'jupyterhub_config.py'}")
+    print(f"  hub config   {Path(room.prefix) / 'jupyterhub_config.py'} (state in {room.hub_state})")
+    print(f"  hub URL      {room.bind_url}/" + ("  (through the reverse proxy)" if room.behind_proxy else ""))
     print(f"changed this run: {len(room.actions)} (nothing means everything was already in place)")
     print("left to you:")
     for item in room.todo:
         print(f"  - {item}")
+
+
+def _bind_url(address: str | None) -> str:
+    if not address:
+        return DEFAULT_BIND_URL
+    return address if "://" in address else f"http://{address}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -527,6 +740,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--course-dir", type=Path, default=None, help="the instructor's course (default ~INSTRUCTOR/prefill-decode)")
     s.add_argument("--course-id", default=COURSE_ID)
     s.add_argument("--create-users", action="store_true", help="create missing accounts (password locked)")
+    s.add_argument("--hub-state", type=Path, default=None,
+                   help="the hub's database, cookie secret and proxy token, root alone (default PREFIX/hub)")
+    s.add_argument("--address", default=None,
+                   help=f"where the hub listens, HOST:PORT (default {DEFAULT_BIND_URL[7:]}, this server alone); "
+                        "any other than loopback needs --ssl-cert and --ssl-key")
+    s.add_argument("--ssl-cert", type=Path, default=None, help="TLS certificate (chain) for the hub")
+    s.add_argument("--ssl-key", type=Path, default=None, help="its private key")
+    s.add_argument("--behind-proxy", action="store_true",
+                   help="a reverse proxy with TLS on this server serves the hub, which stays on loopback")
+    s.add_argument("--profile-script", type=Path, default=DEFAULT_PROFILE_SCRIPT,
+                   help=f"the login-shell script putting the environment on PATH (default {DEFAULT_PROFILE_SCRIPT})")
     a = sub.add_parser("add-student", help="add students to the class set up under --prefix")
     a.add_argument("names", nargs="+")
     a.add_argument("--create-users", action="store_true")
@@ -542,7 +766,12 @@ def main(argv: list[str] | None = None) -> int:
             room = Classroom(args.instructor, read_students(args.students), prefix=str(args.prefix.resolve()),
                              env=str(args.env.resolve()) if args.env else "", exchange=str(args.exchange.resolve()),
                              course_dir=str(args.course_dir.resolve()) if args.course_dir else "",
-                             course_id=args.course_id)
+                             course_id=args.course_id,
+                             hub_state=str(args.hub_state.resolve()) if args.hub_state else "",
+                             bind_url=_bind_url(args.address), behind_proxy=args.behind_proxy,
+                             ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
+                             ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
+                             profile_script=str(args.profile_script))
             print_summary(setup(room, python, args.create_users))
         elif args.command == "add-student":
             state = load_record(args.prefix)
@@ -552,8 +781,10 @@ def main(argv: list[str] | None = None) -> int:
             require_root()
             ensure_users(room, args.create_users)
             private_homes(room)
+            _check_course_group(room, pwd.getpwnam(room.instructor).pw_gid)
             for name in args.names:
                 user_config(room, env_python, name, instructor=False)
+            profile_script(room)
             hub_files(room)
             room.todo.append("restart the hub (or add the users in its admin page) so that it lets them in")
             print_summary(room)
