@@ -152,3 +152,9 @@ def test_the_private_submit_closes_what_nbgrader_opens(tmp_path):
 
 def stat_mode(path: Path) -> int:
     return path.lstat().st_mode & 0o7777
+
+
+def test_the_mount_of_a_path():
+    point, fstype, opts = classroom.mount_of(Path("/proc/self"))
+    assert point == "/proc" and fstype == "proc" and opts
+    assert classroom.mount_of(Path("/"))[0] == "/"

@@ -1,21 +1,20 @@
 """A class on one Linux server, end to end, as docs/instructors.md tells the administrator to run it.
 
-`python -m utils.classroom setup` into this test's own folders, real Unix users with random names
-and passwords, a real JupyterHub (PAM logins, one local process per user, configurable-http-proxy)
-on free loopback ports; one student works and submits through her server's REST API, the other
-from a shell; the instructor collects, grades in the sandbox (as himself, not root), and releases
-feedback; both students fetch it. Then the isolation checks: a student cannot read another's work,
-submission secret, submission or feedback, cannot read source/ or the gradebook, cannot take the
-course's folder in the exchange, and a file planted into another's submission is not graded.
+The one command (`bash utils/classroom-setup.sh`, twice: the second run changes nothing) into this
+test's own folders, with real Unix users of random names and passwords; a real JupyterHub (PAM
+logins, one local process per user, configurable-http-proxy) on free loopback ports. One student
+works through her server's REST API (what the Assignments tab sends); the other student and the
+instructor type the docs' commands into JupyterLab terminals of their servers (terminado
+websockets, login shells): release, fetch, submit, collect, grade in the sandbox, feedback,
+fetch feedback. Then what one student must not do to another, each check beside a control that
+shows it can fail: the same probe run by the owner (or against a submission made by nbgrader's
+own submit) succeeds.
 
-The same cycle without the setup command (the earlier documented steps: distribution-default home
-modes, an open exchange root, plain nbgrader collect) must fail those checks: the second case
-asserts that it does, so the checks are known to be able to fail.
-
-Everything lives under one temporary folder; the users are removed and every process they ran is
-killed at the end, even when the test fails. Nothing outside that folder is written, apart from
-the users' entries in /etc/passwd, /etc/shadow and /etc/group while the test runs.
-Skips, saying why, where it cannot run.
+Everything lives under one temporary folder, apart from the users' entries in /etc/passwd,
+/etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
+end with every process the users ran, even when the test fails. Skips, saying why, where it
+cannot run. The hostile entries in inbound/ and the size cap are tested without a hub in
+tests/test_workflow.py, the setup's parts without users in tests/test_classroom.py.
 """
 
 from __future__ import annotations
@@ -37,16 +36,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.classroom import as_user, runnable_by_everyone
-from utils.coursedir import REPO, submission_from
-from utils.workflow import sandbox
+from utils.classroom import as_user, install_course, runnable_by_everyone
+from utils import nbauthor as A
+from utils.coursedir import REPO, scratch_config, submission_from
+from utils.workflow import sandbox_lessons
 
 pytestmark = pytest.mark.slow
 LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"
 ONLY_VISIBLE = "def mul(a, b):\n    return 6 if (a, b) == (2, 3) else 0"   # 3/6: the hidden mul check fails
-# what a student who knows nothing writes in every exercise: 0/6
-NOTHING = {"add": "def add(a, b):\n    return 0", "mul": "def mul(a, b):\n    return 0",
-           "sub": "def sub(a, b):\n    return 0"}
 TIMINGS: dict[str, float] = {}
 
 
@@ -73,6 +70,11 @@ def _skip_reason() -> str | None:
                 "configurable-http-proxy; make test does it as root where npm is present)")
     if shutil.which("bwrap") is None:
         return "needs bubblewrap, the grading sandbox (apt-get install bubblewrap)"
+    wanted = [l.split("#")[0].strip() for l in (REPO / "utils" / "classroom-packages.txt").read_text().splitlines()]
+    missing = [p for p in wanted if p and subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True,
+                                                         text=True).stdout != "install ok installed"]
+    if missing:
+        return f"needs the class server's packages {missing} (make system-deps installs them)"
     try:
         import jupyterhub  # noqa: F401
         import pamela  # noqa: F401
@@ -132,6 +134,9 @@ def _linked_env(dest: Path, python: Path) -> Path:
     if older:
         subprocess.run([str(dest / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                         *older], check=True, capture_output=True)
+    # the course package as its own copy, as the setup installs it: the project's .venv has an
+    # editable install pointing at this checkout, which may lie in a folder other users cannot enter
+    install_course(dest / "bin" / "python")
     return dest
 
 
@@ -196,35 +201,34 @@ def _check(res: subprocess.CompletedProcess, what: str) -> str:
 # --- the hub ------------------------------------------------------------------------------------
 
 class Hub:
-    def __init__(self, folder: Path, config: Path, env: Path):
+    """The hub as the docs start it (in its state folder, with the setup's config), plus what the
+    test needs on free ports: the hub's internal and the proxy's API address, and an admin
+    service token to drive it."""
+
+    def __init__(self, room: "Class"):
         import requests
         self.requests = requests
-        self.folder = folder
-        self.port, self.hub_port, self.api_port = _free_ports(3)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.room = room
+        self.url = f"http://127.0.0.1:{room.port}"
+        hub_port, api_port = _free_ports(2)
         self.token = secrets.token_hex(32)
-        folder.mkdir(mode=0o700)
-        (folder / "test_config.py").write_text(f"""
+        self.test_config = room.base / "hub_test_config.py"
+        self.test_config.write_text(f"""
 c = get_config()  # noqa
-load_subconfig({str(config)!r})
-c.JupyterHub.bind_url = "http://127.0.0.1:{self.port}"
-c.JupyterHub.hub_bind_url = "http://127.0.0.1:{self.hub_port}"
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{self.api_port}"
-c.ConfigurableHTTPProxy.pid_file = {str(folder / 'proxy.pid')!r}
-c.JupyterHub.db_url = {'sqlite:///' + str(folder / 'jupyterhub.sqlite')!r}
-c.JupyterHub.cookie_secret_file = {str(folder / 'cookie_secret')!r}
-c.JupyterHub.pid_file = {str(folder / 'hub.pid')!r}
-# the test drives the hub through its REST API with an admin service token
+load_subconfig({str(room.prefix / 'jupyterhub_config.py')!r})
+c.JupyterHub.hub_bind_url = "http://127.0.0.1:{hub_port}"
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
+c.JupyterHub.pid_file = {str(room.hub_state / 'hub.pid')!r}
 c.JupyterHub.services = [{{"name": "class-test", "api_token": {self.token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "admin", "services": ["class-test"]}}]
 """)
-        self.log = open(folder / "hub.log", "w")
+        self.log_path = room.base / "hub.log"
+        self.log = open(self.log_path, "w")
         t0 = time.monotonic()
-        # the hub runs from the class's environment, like its users' servers
-        self.proc = subprocess.Popen([str(env / "bin" / "jupyterhub"), "-f", str(folder / "test_config.py")],
-                                     cwd=folder, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.wait(lambda: self.api("GET", "/").status_code == 200, 60, "the hub to answer")
-        TIMINGS["hub start"] = time.monotonic() - t0
+        self.proc = subprocess.Popen([str(room.env / "bin" / "jupyterhub"), "-f", str(self.test_config)],
+                                     cwd=room.hub_state, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.wait(lambda: self.api("GET", "/").status_code == 200, 90, "the hub to answer")
+        TIMINGS["hub answering"] = time.monotonic() - t0
 
     def wait(self, ready, timeout: float, what: str) -> None:
         end = time.monotonic() + timeout
@@ -241,7 +245,7 @@ c.JupyterHub.load_roles = [{{"name": "admin", "services": ["class-test"]}}]
 
     def tail(self) -> str:
         self.log.flush()
-        return (self.folder / "hub.log").read_text()[-4000:]
+        return self.log_path.read_text()[-4000:]
 
     def api(self, method: str, path: str, **kw):
         return self.requests.request(method, f"{self.url}/hub/api{path}", timeout=30,
@@ -297,18 +301,58 @@ class Server:
         assert r.status_code == 200 and r.json().get("success") is True, f"{action}: {r.text[:2000]}"
         return r.json()
 
+    def terminal(self, *commands: str, timeout: float = 300) -> list[str]:
+        """Type each command into a new JupyterLab terminal (a login shell, through the hub's
+        proxy and terminado's websocket) and return what each printed; each must exit 0."""
+        import asyncio
+
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+        r = self.call("POST", "/api/terminals")
+        assert r.status_code == 200, r.text
+        name = r.json()["name"]
+        url = "ws" + self.base[4:] + f"/terminals/websocket/{name}"
+
+        async def run() -> list[str]:
+            ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {self.token}"}))
+            outputs = []
+            try:
+                for command in commands:
+                    tag = f"done{secrets.token_hex(4)}"
+                    await ws.write_message(json.dumps(["stdin", f"{command}; echo {tag}:$?:{tag}\r"]))
+                    out, end = "", time.monotonic() + timeout
+                    while not (m := re.search(rf"{tag}:(\d+):{tag}", out)):
+                        msg = await asyncio.wait_for(ws.read_message(), max(1.0, end - time.monotonic()))
+                        assert msg is not None, f"the terminal closed during {command!r}:\n{out[-3000:]}"
+                        kind, *rest = json.loads(msg)
+                        if kind == "stdout":
+                            out += rest[0]
+                    assert m.group(1) == "0", f"{self.user}'s terminal: {command!r} exited {m.group(1)}:\n{out[-4000:]}"
+                    outputs.append(out)
+            finally:
+                ws.close()
+            return outputs
+
+        try:
+            return asyncio.run(run())
+        finally:
+            self.call("DELETE", f"/api/terminals/{name}")
+
 
 # --- the class ----------------------------------------------------------------------------------
 
 class Class:
-    def __init__(self, base: Path, with_setup: bool):
-        self.base, self.with_setup = base, with_setup
-        tag = secrets.token_hex(3)
+    def __init__(self, base: Path):
+        self.base = base
+        self.tag = secrets.token_hex(3)
         self.users = Users(base / "homes")
-        self.instructor, self.alice, self.bob = f"hc{tag}i", f"hc{tag}a", f"hc{tag}b"
+        self.instructor, self.alice, self.bob = f"hc{self.tag}i", f"hc{self.tag}a", f"hc{self.tag}b"
         self.prefix = base / "prefix"
         self.exchange = base / "exchange"
         self.env = base / "prefix" / "env"
+        self.hub_state = base / "prefix" / "hub"
+        self.profile = Path(f"/etc/profile.d/hubtest-{self.tag}.sh")
+        self.port = _free_ports(1)[0]
         self.hub: Hub | None = None
 
     def home(self, name: str) -> Path:
@@ -318,98 +362,61 @@ class Class:
     def course(self) -> Path:
         return self.home(self.instructor) / COURSE_ID
 
-    @property
-    def py(self) -> str:
-        return str(self.env / "bin" / "python")
-
-    def build(self) -> None:
+    def build(self) -> tuple[str, str]:
+        """The users (homes as the distribution makes them, 0755), the shared environment (linked
+        from the one running this test), the instructor's course (the tiny rehearsal lessons with
+        this repository's tools), then the one command, twice. Its two outputs."""
         (self.base / "homes").mkdir(mode=0o755)
         self.prefix.mkdir(mode=0o755)
         for name in (self.instructor, self.alice, self.bob):
             self.users.add(name)
+        t0 = time.monotonic()
         given = os.environ.get("HUB_TEST_ENV")
         if given:
             self.env = Path(given)
         else:
             _linked_env(self.env, _base_python())
-        # the instructor's course: the tiny rehearsal lessons, with this repository's tools beside them
-        sandbox(self.course, one_account=False)
+        TIMINGS["the environment, linked from this one"] = time.monotonic() - t0
+        # the tiny lesson's source and the course's configuration; the instructor's release builds it
+        scratch_config(self.course, REPO, "")
+        name, cells = sandbox_lessons()[LESSON]
+        A.write(self.course / "source" / LESSON / name, cells)
         shutil.copytree(REPO / "utils", self.course / "utils", ignore=shutil.ignore_patterns("__pycache__"))
-        if self.with_setup:
-            roster = self.base / "students.csv"
-            roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
-            args = [sys.executable, "-m", "utils.classroom", "--prefix", str(self.prefix), "setup",
-                    "--instructor", self.instructor, "--students", str(roster), "--exchange", str(self.exchange),
-                    "--env", str(self.env), "--course-dir", str(self.course)]
-            t0 = time.monotonic()
-            first = _check(subprocess.run(args, cwd=REPO, capture_output=True, text=True), "classroom setup")
-            TIMINGS["setup command"] = time.monotonic() - t0
-            assert "left to you" in first and "TLS" in first, first
-            again = _check(subprocess.run(args, cwd=REPO, capture_output=True, text=True), "classroom setup, again")
-            assert "changed this run: 0" in again, f"a second setup changed things:\n{again}"
-        else:
-            # the earlier documented steps: an exchange root open to all (1777), the course folder
-            # in the instructor's home 0700, each user's nbgrader config naming course and exchange
-            self.exchange.mkdir()
-            self.exchange.chmod(0o1777)
-            subprocess.run(["chown", "-R", f"{self.instructor}:", str(self.course)], check=True)
-            self.course.chmod(0o700)
-            for name in (self.instructor, self.alice, self.bob):
-                _check(_sh(name, f"mkdir -p ~/.jupyter && printf '%s\\n' 'c = get_config()' "
-                                 f"'c.CourseDirectory.course_id = \"{COURSE_ID}\"' "
-                                 f"'c.Exchange.root = \"{self.exchange}\"' > ~/.jupyter/nbgrader_config.py"),
-                       f"{name}'s nbgrader config")
+        roster = self.base / "students.csv"
+        roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
+        args = ["bash", str(REPO / "utils" / "classroom-setup.sh"), "--prefix", str(self.prefix),
+                "--instructor", self.instructor, "--students", str(roster), "--exchange", str(self.exchange),
+                "--env", str(self.env), "--python", str(_base_python()), "--course-dir", str(self.course),
+                "--profile-script", str(self.profile), "--address", f"127.0.0.1:{self.port}"]
+        t0 = time.monotonic()
+        first = _check(subprocess.run(args, capture_output=True, text=True, cwd="/"), "the one command")
+        TIMINGS["the one command (environment in place)"] = time.monotonic() - t0
+        again = _check(subprocess.run(args, capture_output=True, text=True, cwd="/"), "the one command, again")
+        return first, again
 
-    def as_instructor(self, *args: str) -> str:
-        res = as_user(self.instructor, [self.py, "-m", *args], cwd=self.course, timeout=600)
-        return _check(res, " ".join(args))
+    def inbound(self, student: str) -> list[Path]:
+        """The student's own submission folders in the exchange, oldest first."""
+        return sorted(p for p in (self.exchange / COURSE_ID / "inbound").glob(f"{student}+{LESSON}+*")
+                      if p.lstat().st_uid == self.users.uid(student) and p.is_dir() and not p.is_symlink())
 
-    def inbound_folder(self, student: str) -> Path:
-        """The student's newest own submission folder in the exchange."""
-        found = sorted(p for p in (self.exchange / COURSE_ID / "inbound").glob(f"{student}+{LESSON}+*")
-                       if p.stat().st_uid == self.users.uid(student))
-        assert found, f"no submission of {student} in the exchange"
-        return found[-1]
-
-    def answered(self, overrides: dict[str, str]) -> str:
+    def answered(self, overrides: dict[str, str]) -> dict:
         release_nb = nbformat.read(str(self.course / "release" / LESSON / NB), as_version=4)
         ref = nbformat.read(str(self.course / "source" / LESSON / NB), as_version=4)
-        return nbformat.writes(submission_from(release_nb, ref, overrides))
+        return json.loads(nbformat.writes(submission_from(release_nb, ref, overrides)))
 
-    def shell_submit(self, student: str, overrides: dict[str, str]) -> None:
-        bin_ = self.env / "bin"
-        _check(_sh(student, f"cd ~ && {bin_}/nbgrader fetch_assignment {LESSON} && cat > {LESSON}/{NB} && "
-                            f"{bin_}/nbgrader submit {LESSON}", input=self.answered(overrides)),
-               f"{student} fetch and submit from a shell")
-
-    def shell_fetch_feedback(self, student: str) -> str:
-        _check(_sh(student, f"cd ~ && {self.env}/bin/nbgrader fetch_feedback {LESSON}"), f"{student} fetch_feedback")
-        found = sorted(self.home(student).glob(f"{LESSON}/feedback/*/tiny.html"))
-        assert found, f"{student} has no feedback after fetch_feedback"
-        return found[-1].read_text()
-
-    def collect(self) -> str:
-        if self.with_setup:   # the course's collect: only what each student owns
-            return self.as_instructor("utils.workflow", "collect", LESSON)
-        # the earlier steps: nbgrader's own collect
-        return self.as_instructor("nbgrader", "collect", LESSON, "--update",
-                                  "--ExchangeFactory.collect=nbgrader.exchange.default.collect.ExchangeCollect")
-
-
-# --- the isolation checks -------------------------------------------------------------------------
 
 def _can(user: str, script: str) -> bool:
     return _sh(user, script).returncode == 0
 
 
-# Run as the attacker: find the victim's submission secret in their nbgrader cache, compute the
-# name of their feedback file from it (as nbgrader's fetch_feedback does) and read it.
-_STEAL_FEEDBACK = r'''
-import glob, re, sys
-from nbgrader.utils import notebook_hash
+# Run as a user: find `home`'s submission secret in its nbgrader cache, compute the name of the
+# feedback file from it (as nbgrader's fetch_feedback does) and read the score in the exchange.
+_READ_FEEDBACK = r'''
+import glob, hashlib, re, sys
 home, exchange, course, lesson, nb = sys.argv[1:6]
 for secret in glob.glob(f"{home}/.local/share/jupyter/nbgrader_cache/{course}/*+{lesson}+*/submission_secret.txt"):
-    name = notebook_hash(secret=open(secret).read(), notebook_id=nb.rsplit(".", 1)[0])
+    # nbgrader.utils.notebook_hash(secret=..., notebook_id=...)
+    name = hashlib.md5(open(secret).read().encode() + nb.rsplit(".", 1)[0].encode()).hexdigest()
     html = open(f"{exchange}/{course}/feedback/{name}.html").read()
     print(re.search(r"Score: [0-9.]+ / [0-9.]+", html).group(0))
     break
@@ -418,62 +425,22 @@ else:
 '''
 
 
-def isolation_failures(room: Class) -> list[str]:
-    """What bob (a student) can do that he must not; empty when the class is closed."""
-    bob, alice = room.bob, room.alice
-    a_home = room.home(alice)
+def _probes(room: Class, victim: str, submission: Path) -> dict[str, str]:
+    """What a classmate must not do to `victim`, as shell commands."""
+    home = room.home(victim)
     course_ex = room.exchange / COURSE_ID
-    found = []
-    if _can(bob, f"cat {a_home}/{LESSON}/{NB} >/dev/null"):
-        found.append("read another student's work")
-    secrets_ = list(a_home.glob(f".local/share/jupyter/nbgrader_cache/{COURSE_ID}/*/submission_secret.txt"))
-    assert secrets_, "alice has no submission secret in her cache"
-    if _can(bob, f"cat '{secrets_[0]}' >/dev/null"):
-        found.append("read another student's submission secret")
-    if _can(bob, f"ls {course_ex}/inbound >/dev/null"):
-        found.append("list the submissions")
-    if _can(bob, f"ls {course_ex}/feedback >/dev/null"):
-        found.append("list the feedback")
-    steal = _sh(bob, f"{room.py} - {a_home} {room.exchange} {COURSE_ID} {LESSON} {NB}", input=_STEAL_FEEDBACK)
-    if steal.returncode == 0 and "Score" in steal.stdout:
-        found.append("read another student's feedback")
-    if _can(bob, f"ls {a_home}/{LESSON}/feedback >/dev/null"):
-        found.append("read another student's fetched feedback")
-    for what, path in (("source/", room.course / "source" / LESSON / NB), ("the gradebook", room.course / "gradebook.db")):
-        if _can(bob, f"cat {path} >/dev/null"):
-            found.append(f"read {what}")
-    for what, script in (("create files in the course's exchange folder", f"touch {course_ex}/x"),
-                         ("move the course's exchange folder away", f"mv {course_ex} {room.exchange}/moved"),
-                         ("release an assignment", f"mkdir {course_ex}/outbound/99_fake"),
-                         ("move another's submission away", f"mv '{room.inbound_folder(alice)}' {course_ex}/inbound/gone")):
-        if _can(bob, script):
-            found.append(what)
-    return found
-
-
-def _squat_before_release(room: Class) -> str | None:
-    """Bob creates the course's folder in the exchange before the instructor releases anything."""
-    course_ex = room.exchange / COURSE_ID
-    if not _can(room.bob, f"mkdir {course_ex}"):
-        return None
-    res = as_user(room.instructor, [room.py, "-m", "utils.workflow", "release", LESSON], cwd=room.course)
-    shutil.rmtree(course_ex)   # the administrator notices and removes it
-    return "squat the course folder" + (": the instructor's release then fails" if res.returncode else "")
-
-
-def _plant(room: Class) -> None:
-    """Bob, who has learnt the name of alice's submission folder, replaces her notebook with one
-    that answers nothing and adds a file of his own; and, where the course's collect is used,
-    submits a folder in alice's name dated in the future, so that it is the newest."""
-    folder = room.inbound_folder(room.alice)
-    _check(_sh(room.bob, f"rm -f '{folder}/{NB}' && cat > '{folder}/{NB}' && echo planted > '{folder}/planted.txt'",
-               input=room.answered(NOTHING)), "bob plants into alice's submission")
-    if not room.with_setup:   # (nbgrader's collect would take it, and alice's feedback would be lost)
-        return
-    forged = folder.parent / f"{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged"
-    _check(_sh(room.bob, f"mkdir '{forged}' && cat > '{forged}/{NB}' && echo '2099-01-01 00:00:00.000000 UTC' "
-                         f"> '{forged}/timestamp.txt'", input=room.answered(NOTHING)),
-           "bob submits in alice's name")
+    return {
+        "read her work": f"cat {home}/{LESSON}/{NB} >/dev/null",
+        "read her submission secret": f"cat {home}/.local/share/jupyter/nbgrader_cache/{COURSE_ID}/*/submission_secret.txt >/dev/null",
+        "read her fetched feedback": f"ls {home}/{LESSON}/feedback/*/ >/dev/null",
+        "read her feedback in the exchange": f"{room.env}/bin/python - {home} {room.exchange} {COURSE_ID} {LESSON} {NB} <<'EOF'\n{_READ_FEEDBACK}\nEOF",
+        "list her submission": f"ls '{submission}' >/dev/null",
+        "read her submission": f"cat '{submission}/{NB}' >/dev/null",
+        "change her submission": f"echo x >> '{submission}/{NB}'",
+        "add to her submission": f"echo x > '{submission}/planted.txt'",
+        "delete from her submission": f"rm '{submission}/timestamp.txt'",
+        "move her submission away": f"mv '{submission}' '{course_ex}/inbound/moved'",
+    }
 
 
 # --- the test -------------------------------------------------------------------------------------
@@ -492,125 +459,169 @@ def _scores(grade_output: str) -> dict[str, str]:
     return dict(re.findall(r"^01_tiny\s+(\S+): (\d+(?:\.\d+)?/\d+)", grade_output, flags=re.M))
 
 
-@pytest.mark.parametrize("with_setup", [True, False], ids=["with-setup", "earlier-steps-without-setup"])
-def test_a_class_on_one_server(base, with_setup):
+def test_a_class_on_one_server(base):
     TIMINGS.clear()
     t_start = time.monotonic()
-    room = Class(base, with_setup)
-    servers: dict[str, Server] = {}
+    room = Class(base)
     try:
         t0 = time.monotonic()
-        room.build()
-        TIMINGS["users, environment, course, setup (twice)"] = time.monotonic() - t0
+        first, again = room.build()
+        TIMINGS["users, environment, course, the one command twice"] = time.monotonic() - t0
         if not _can(room.instructor, "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev true"):
             pytest.skip("bubblewrap cannot start a sandbox as an unprivileged user here (user namespaces)")
-        leaks = []
-        squat = _squat_before_release(room)
-        if squat:
-            leaks.append(squat)
-        room.as_instructor("utils.workflow", "release", LESSON)
-        assert (room.exchange / COURSE_ID / "outbound" / LESSON / NB).exists()
+        assert f"hub URL      http://127.0.0.1:{room.port}/" in first and "left to you" in first, first
+        assert "changed this run: 0" in again and "installing" not in again, f"a second run changed things:\n{again}"
+        _check_layout(room)
 
-        if with_setup:
-            _check_setup_layout(room)
-            room.hub = Hub(base / "hub", room.prefix / "jupyterhub_config.py", room.env)
-            pw = room.users.passwords
-            assert room.hub.login(room.alice, pw[room.alice]) == 302
-            assert room.hub.login(room.alice, pw[room.bob]) == 403
-            assert room.hub.login(room.alice, pw[room.alice] + "x") == 403
-            assert room.hub.login("nobody", "nobody") == 403
-            t0 = time.monotonic()
-            for name in (room.alice, room.instructor):
-                room.hub.start_server(name)
-            for name in (room.alice, room.instructor):
-                room.hub.wait(lambda: room.hub.ready(name), 120, f"{name}'s server")
-                TIMINGS[f"server of {'the instructor' if name == room.instructor else 'a student'} "
-                        "(both started together)"] = time.monotonic() - t0
-                servers[name] = Server(room.hub, name)
-            _check_servers(room, servers)
-            alice = servers[room.alice]
-            alice.nbgrader("fetch")
-            r = alice.call("PUT", f"/api/contents/{LESSON}/{NB}",
-                           json={"type": "notebook", "format": "json", "content": json.loads(room.answered({}))})
-            assert r.status_code in (200, 201), r.text
-            alice.nbgrader("submit")
-        else:
-            room.shell_submit(room.alice, {})
-        room.shell_submit(room.bob, {"mul": ONLY_VISIBLE})
+        hub = room.hub = Hub(room)
+        _check_hub_face(room)
+        pw = room.users.passwords
+        assert hub.login(room.alice, pw[room.alice]) == 302
+        assert hub.login(room.alice, pw[room.bob]) == 403 and hub.login("nobody", "nobody") == 403
+        t0 = time.monotonic()
+        names = (room.instructor, room.alice, room.bob)
+        for name in names:
+            hub.start_server(name)
+        for name in names:
+            hub.wait(lambda: hub.ready(name), 180, f"{name}'s server")
+        TIMINGS["three servers started together, all ready"] = time.monotonic() - t0
+        teacher, alice, bob = (Server(hub, n) for n in names)
+        _check_servers(room, alice, teacher)
 
-        _plant(room)
-        collected = room.collect()
-        a_sub = room.course / "submitted" / room.alice / LESSON
-        planted_graded = (a_sub / "planted.txt").exists() or (
-            (a_sub / NB).exists() and "return 0" in (a_sub / NB).read_text())
-        if planted_graded:
-            leaks.append("plant a file into another's submission that gets collected")
-        if with_setup:
-            assert f"{NB}: written by {room.bob}" in collected and "planted.txt" in collected, collected
-            assert f"named for {room.alice} but owned by {room.bob}" in collected, collected
-            refused = room.course / "refused" / room.alice / LESSON
-            assert len(list(refused.glob(f"*/{NB}"))) == 1 and len(list(refused.glob("*/planted.txt"))) == 1
-            assert not (a_sub / NB).exists() and not (a_sub / "planted.txt").exists()
-            # alice is told and submits again; the next collect takes it
-            alice.nbgrader("submit")
-            room.collect()
-            assert (a_sub / NB).exists() and "return 0" not in (a_sub / NB).read_text()
+        # the round trip: the instructor and bob in terminals, alice through the REST API
+        t_trip = time.monotonic()
+        found = teacher.terminal("command -v python nbgrader jupyter", f"cd ~/{COURSE_ID} && python -m utils.workflow release {LESSON}")
+        assert found[0].count(f"{room.env}/bin/") >= 3, found[0]
+        alice.nbgrader("fetch")
+        r = alice.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
+                                                                   "content": room.answered({})})
+        assert r.status_code in (200, 201), r.text
+        alice.nbgrader("submit")
+        bob.terminal(f"nbgrader fetch_assignment {LESSON}")
+        r = bob.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
+                                                                 "content": room.answered({"mul": ONLY_VISIBLE})})
+        assert r.status_code in (200, 201), r.text
+        bob.terminal(f"nbgrader submit {LESSON}")
+        a_sub, b_sub = room.inbound(room.alice)[-1], room.inbound(room.bob)[-1]
+        for sub in (a_sub, b_sub):
+            assert sub.stat().st_mode & 0o7777 in (0o750, 0o2750) and sub.stat().st_gid == pwd.getpwnam(room.instructor).pw_gid
+
+        # bob, knowing the name of alice's submission, tries it; then forges one in her name and
+        # drops junk into inbound/ (collect must refuse each and collect both students)
+        probes = _probes(room, room.alice, a_sub)
+        sub_probes = {k: v for k, v in probes.items() if "submission" in k and "secret" not in k}
+        leaks = [what for what, script in sub_probes.items() if _can(room.bob, script)]
+        assert leaks == [], f"a classmate can: {leaks}"
+        inbound = room.exchange / COURSE_ID / "inbound"
+        ts = a_sub.name.split("+")[2]
+        _check(_sh(room.bob, f"cd '{inbound}' && mkdir '{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged' && "
+                             f"mkdir '{room.alice}+{LESSON}+not a date+x' && echo junk > '{room.bob}+{LESSON}+{ts}+file' && "
+                             f"ln -s / '{room.bob}+{LESSON}+2099-01-01 00:00:00.000000 UTC+link'"), "bob's junk in inbound/")
+        collected = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.workflow collect {LESSON}")[0]
+        assert f"2 submission(s) in submitted/: {room.alice}, {room.bob}" in collected, collected
+        notes = (room.course / "refused" / f"{LESSON}.txt").read_text()
+        assert f"named for {room.alice} but owned by {room.bob}" in notes and notes.count("\n") == 4, notes
 
         t0 = time.monotonic()
-        graded = room.as_instructor("utils.grade", LESSON)
-        TIMINGS["grading (2 submissions)"] = time.monotonic() - t0
-        scores = _scores(graded)
-        expected_alice = "0/6" if planted_graded else "6/6"
-        assert scores == {room.alice: expected_alice, room.bob: "3/6"}, graded
-        room.as_instructor("utils.workflow", "feedback", LESSON)
-        if with_setup:
-            alice.nbgrader("fetch_feedback")
-            fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
-            assert fb and "Score: 6.0 / 6.0" in fb[-1].read_text()
-            assert fb[-1].stat().st_uid == room.users.uid(room.alice)
-        bob_fb = room.shell_fetch_feedback(room.bob)
-        assert "Score: 3.0 / 6.0" in bob_fb and "HIDDEN-CHECK" not in bob_fb
-        if not with_setup:
-            _check(_sh(room.alice, f"cd ~ && {room.env}/bin/nbgrader fetch_feedback {LESSON}"), "alice fetch_feedback")
+        graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grade {LESSON}", timeout=400)[0]
+        TIMINGS["grading two submissions in the sandbox, from the instructor's terminal"] = time.monotonic() - t0
+        assert _scores(graded.replace("\r", "")) == {room.alice: "6/6", room.bob: "3/6"}, graded
+        teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.workflow feedback {LESSON}")
+        alice.nbgrader("fetch_feedback")
+        fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
+        assert fb and "Score: 6.0 / 6.0" in fb[-1].read_text() and fb[-1].stat().st_uid == room.users.uid(room.alice)
+        bob.terminal(f"nbgrader fetch_feedback {LESSON}")
+        fb = sorted(room.home(room.bob).glob(f"{LESSON}/feedback/*/tiny.html"))
+        assert fb and "Score: 3.0 / 6.0" in fb[-1].read_text() and "HIDDEN-CHECK" not in fb[-1].read_text()
+        TIMINGS["round trip (release to fetched feedback)"] = time.monotonic() - t_trip
 
+        # every probe: refused to bob; the control, alice on her own, succeeds (the probe can succeed)
         t0 = time.monotonic()
-        leaks += isolation_failures(room)
-        TIMINGS["isolation checks"] = time.monotonic() - t0
-        if with_setup:
-            assert leaks == [], f"a student can: {leaks}"
-        else:
-            must = {"read another student's work", "read another student's submission secret",
-                    "read another student's feedback", "read another student's fetched feedback",
-                    "squat the course folder: the instructor's release then fails",
-                    "plant a file into another's submission that gets collected"}
-            assert must <= set(leaks), f"the earlier steps were expected to leak {sorted(must - set(leaks))}; found {leaks}"
-            print("without the setup command a student can:", *leaks, sep="\n  ")
+        leaks = [what for what, script in probes.items() if "move" not in what and _can(room.bob, script)]
+        assert leaks == [], f"a classmate can: {leaks}"
+        owner = {k: v for k, v in probes.items() if k not in ("move her submission away", "delete from her submission")}
+        cannot = [what for what, script in owner.items() if not _can(room.alice, script)]
+        assert cannot == [], f"the controls failed: alice cannot {cannot} herself"
+        # control: a submission made with nbgrader's own submit (0777) is open to a classmate
+        _check(_sh(room.bob, f"cd ~ && nbgrader submit {LESSON} "
+                             "--ExchangeFactory.submit=nbgrader.exchange.default.submit.ExchangeSubmit"), "bob, nbgrader's submit")
+        plain = room.inbound(room.bob)[-1]
+        opened = [what for what, script in _probes(room, room.bob, plain).items()
+                  if "submission" in what and "secret" not in what and "move" not in what and _can(room.alice, script)]
+        assert len(opened) >= 4, f"the control: nbgrader's own submission was expected to be open, {opened}"
+        _check_instructor_only(room)
+        TIMINGS["isolation checks and controls"] = time.monotonic() - t0
     finally:
         if room.hub is not None:
             room.hub.stop()
         problems = room.users.remove_all()
+        room.profile.unlink(missing_ok=True)
         shutil.rmtree(base, ignore_errors=True)
         TIMINGS["whole test"] = time.monotonic() - t_start
-        print("timings (s):", json.dumps({k: round(v, 1) for k, v in TIMINGS.items()}))
+        print("timings (s):", json.dumps({k: round(v, 1) for k, v in TIMINGS.items()}),
+              "load average:", Path("/proc/loadavg").read_text().split()[:3])
         assert not problems, problems
         assert not base.exists()
 
 
-def _check_setup_layout(room: Class) -> None:
+def _mode(path: Path) -> int:
+    return path.lstat().st_mode & 0o7777
+
+
+def _check_layout(room: Class) -> None:
     for name in (room.instructor, room.alice, room.bob):
-        assert room.home(name).stat().st_mode & 0o777 == 0o700, name
-    assert room.exchange.stat().st_mode & 0o7777 == 0o1777
+        assert _mode(room.home(name)) == 0o700, name
+    assert _mode(room.exchange) == 0o1777
     course_ex = room.exchange / COURSE_ID
     assert course_ex.stat().st_uid == room.users.uid(room.instructor)
-    assert (course_ex / "inbound").stat().st_mode & 0o7777 == 0o3733
-    assert room.course.stat().st_mode & 0o777 == 0o700
+    assert _mode(course_ex / "inbound") == 0o3733
+    assert (course_ex / "inbound").stat().st_gid == pwd.getpwnam(room.instructor).pw_gid
+    assert _mode(room.course) == 0o700
     student_cfg = room.home(room.alice) / ".jupyter"
-    assert f"c.Exchange.root = {str(room.exchange)!r}" in (student_cfg / "nbgrader_config.py").read_text()
+    text = (student_cfg / "nbgrader_config.py").read_text()
+    assert f"c.Exchange.root = {str(room.exchange)!r}" in text and "PrivateSubmit" in text
     off = json.loads((student_cfg / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
     assert off.get("@jupyter/nbgrader:formgrader") and off.get("@jupyter/nbgrader:create-assignment")
     assert (student_cfg / "nbgrader_config.py").stat().st_uid == room.users.uid(room.alice)
     instr_cfg = room.home(room.instructor) / ".jupyter" / "nbgrader_config.py"
     assert f"c.CourseDirectory.root = {str(room.course)!r}" in instr_cfg.read_text()
+    # the hub's state: root's, 0700; its secrets 0600
+    assert _mode(room.hub_state) == 0o700 and room.hub_state.stat().st_uid == 0
+    for name in ("jupyterhub_cookie_secret", "proxy_token"):
+        assert _mode(room.hub_state / name) == 0o600, name
+    # the environment on PATH in the class's login shells, by the profile script alone
+    assert _sh(room.alice, "command -v nbgrader").stdout.strip() == f"{room.env}/bin/nbgrader"
+    hidden = room.profile.with_name(room.profile.name + ".off")
+    room.profile.rename(hidden)
+    try:
+        assert _sh(room.alice, "command -v nbgrader").returncode != 0, "nbgrader found without the profile script"
+    finally:
+        hidden.rename(room.profile)
+
+
+def _check_hub_face(room: Class) -> None:
+    """The hub's public port on loopback alone; its database readable by root alone."""
+    import psutil
+    listening = {c.laddr.ip for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.laddr.port == room.port}
+    assert listening == {"127.0.0.1"}, listening
+    db = room.hub_state / "jupyterhub.sqlite"
+    assert db.exists() and db.read_bytes()[:6] == b"SQLite"
+    for path in (db, room.hub_state / "jupyterhub_cookie_secret", room.hub_state / "proxy_token"):
+        assert not _can(room.alice, f"cat {path} >/dev/null"), f"a student can read {path}"
+    assert _can("root", f"cat {db} >/dev/null")   # the control: the probe reads what it may
+
+
+def _check_instructor_only(room: Class) -> None:
+    """source/ and the gradebook for the instructor alone; the course's exchange folder his."""
+    course_ex = room.exchange / COURSE_ID
+    for path in (room.course / "source" / LESSON / NB, room.course / "gradebook.db"):
+        assert not _can(room.bob, f"cat {path} >/dev/null") and _can(room.instructor, f"cat {path} >/dev/null"), path
+    for what, script in (("list the submissions", f"ls {course_ex}/inbound"), ("list the feedback", f"ls {course_ex}/feedback"),
+                         ("create files in the course's exchange folder", f"touch {course_ex}/x"),
+                         ("release an assignment", f"mkdir {course_ex}/outbound/99_fake"),
+                         ("take the course's exchange folder", f"mv {course_ex} {room.exchange}/moved")):
+        assert not _can(room.bob, script), f"a student can {what}"
+    assert _can(room.instructor, f"ls {course_ex}/inbound >/dev/null && ls {course_ex}/feedback >/dev/null")
 
 
 def _disabled(server: Server) -> set[str]:
@@ -620,19 +631,14 @@ def _disabled(server: Server) -> set[str]:
     return set(json.loads(data.group(1)).get("disabledExtensions", []))
 
 
-def _check_servers(room: Class, servers: dict[str, Server]) -> None:
-    alice, instructor = servers[room.alice], servers[room.instructor]
+def _check_servers(room: Class, alice: Server, instructor: Server) -> None:
     # the server runs as its user: a file it writes belongs to that user
     r = alice.call("PUT", "/api/contents/whoami.txt", json={"type": "file", "format": "text", "content": "hi"})
     assert r.status_code in (200, 201), r.text
     assert (room.home(room.alice) / "whoami.txt").stat().st_uid == room.users.uid(room.alice)
-    # nbgrader's assignment list answers for both; the formgrader only for the instructor
-    for server in (alice, instructor):
-        r = server.call("GET", f"/assignments?course_id={COURSE_ID}")
-        assert r.status_code == 200 and r.json().get("success") is True, r.text
+    # the formgrader answers the instructor's server only; the instructor extensions off for the student
     assert alice.call("GET", "/formgrader", allow_redirects=False).status_code == 404
     assert instructor.call("GET", "/formgrader", allow_redirects=False).status_code in (200, 302)
-    # JupyterLab's page config: the instructor extensions disabled for the student only
     assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
             "@jupyter/nbgrader:course-list"} <= _disabled(alice)
     assert not {e for e in _disabled(instructor) if e.startswith("@jupyter/nbgrader")}

@@ -594,6 +594,34 @@ def profile_script(room: Classroom) -> None:
         room.did(f"{path}: mode 0644")
 
 
+def mount_of(path: Path) -> tuple[str, str, set[str]]:
+    """(mount point, file system type, options) of the file system holding `path`."""
+    best = ("/", "", set())
+    real = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, point, fstype, opts = line.split()[:4]
+            point = point.replace("\\040", " ")
+            if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
+                best = (point, fstype, set(opts.split(",")))
+    return best
+
+
+def quota_todo(room: Classroom) -> None:
+    """Disk per student: where the homes' and the exchange's file systems have no user quotas,
+    say so (the setup does not set quotas; docs/instructors.md says how)."""
+    seen = set()
+    for path in (Path(room.exchange), *(home_of(n) for n in room.students)):
+        point, fstype, opts = mount_of(path)
+        if point in seen:
+            continue
+        seen.add(point)
+        if not opts & {"usrquota", "uquota", "quota", "usrjquota", "uqnoenforce"}:
+            room.todo.append(f"{point} ({fstype}, holding {path}) has no user quotas: a student can fill it; mount "
+                             "it with usrquota and set one per student (setquota), or give the exchange a file "
+                             "system of its own (docs/instructors.md)")
+
+
 def hub_files(room: Classroom) -> Path:
     prefix = Path(room.prefix)
     prefix.mkdir(parents=True, exist_ok=True)
@@ -648,6 +676,7 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     profile_script(room)
     hub_state(room)
     hub = hub_files(room)
+    quota_todo(room)
     todo = [f"start the hub as root: cd {room.hub_state} && {Path(room.env) / 'bin' / 'jupyterhub'} -f {hub} "
             "(e.g. as a systemd service: docs/instructors.md)"]
     if room.behind_proxy:
