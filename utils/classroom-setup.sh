@@ -28,10 +28,17 @@ while [ $# -gt 0 ]; do
     --env=*) env="${1#*=}"; shift ;;
     --python) python="$2"; shift 2 ;;
     --python=*) python="${1#*=}"; shift ;;
+    -h|--help)
+      sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+      cd "$repo" && exec python3 -m utils.classroom setup --help ;;
     *) args+=("$1"); shift ;;
   esac
 done
 env="${env:-$prefix/env}"
+case " ${args[*]-} " in
+  *" --instructor "*|*" --instructor="*) ;;
+  *) echo "usage: bash $0 --instructor NAME --students FILE [options] (--help lists them)" >&2; exit 2 ;;
+esac
 if [ "$(id -u)" != 0 ]; then
   echo "run it as root (it installs packages, creates the class's folders and sets their owners)" >&2
   exit 1
