@@ -158,3 +158,15 @@ def test_the_mount_of_a_path():
     point, fstype, opts = classroom.mount_of(Path("/proc/self"))
     assert point == "/proc" and fstype == "proc" and opts
     assert classroom.mount_of(Path("/"))[0] == "/"
+
+
+def test_the_one_command_without_a_class_installs_nothing():
+    """`bash utils/classroom-setup.sh` without --instructor stops before installing anything;
+    --help prints the usage (the script's and the setup's options)."""
+    import subprocess
+    script = str(classroom.REPO / "utils" / "classroom-setup.sh")
+    res = subprocess.run(["bash", script, "--prefix", "/nonexistent/prefix"], capture_output=True, text=True)
+    assert res.returncode == 2 and "usage:" in res.stderr
+    assert not Path("/nonexistent/prefix").exists()
+    res = subprocess.run(["bash", script, "--help"], capture_output=True, text=True, cwd="/")
+    assert res.returncode == 0 and "--instructor" in res.stdout and "--behind-proxy" in res.stdout, res.stderr

@@ -36,7 +36,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.classroom import as_user, install_course, runnable_by_everyone
+from utils.classroom import install_course, runnable_by_everyone
 from utils import nbauthor as A
 from utils.coursedir import REPO, scratch_config, submission_from
 from utils.workflow import sandbox_lessons
