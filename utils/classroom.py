@@ -1,5 +1,8 @@
 """Set up a class on one Linux server (JupyterHub with Unix users and nbgrader's exchange), as root.
 
+On a bare server start with `bash utils/classroom-setup.sh` (or `make classroom`): it installs the
+class server's packages, creates the environment and runs this in it.
+
     python -m utils.classroom setup --instructor NAME --students FILE [options]
     python -m utils.classroom add-student NAME... [options]
     python -m utils.classroom teardown [--delete-exchange] [--delete-env] [options]
@@ -12,21 +15,30 @@
      cache (the secret that names their feedback) or the instructor's course;
   3. one Python environment for everyone outside any private home (default
      /opt/prefill-decode/env): the course's pins (requirements.txt), JupyterHub's pin
-     (requirements-dev.txt) and the course package, built from a Python every user can run;
+     (requirements-dev.txt), its own copy of the course package (not an editable install: the
+     clone may be private, moved or deleted; built from a temporary copy, so nothing is written
+     into the clone) and the students' private submit (classroom_exchange.py);
   4. nbgrader's exchange (default /usr/local/share/nbgrader/exchange, nbgrader 0.9.6's
      Exchange.root): the root root-owned, mode 1777, and the course's folder in it (with inbound,
-     outbound, feedback) created and owned by the instructor before any student can take the name;
+     outbound, feedback) created and owned by the instructor before any student can take the name,
+     inbound/ with the instructor's group and the setgid bit (submissions 0750 in that group);
   5. the instructor's course directory (default ~INSTRUCTOR/prefill-decode, a copy of this
      repository when missing), owned by the instructor, mode 0700;
   6. each user's own Jupyter configuration (~/.jupyter, written as that user): nbgrader's course
      id and exchange root; students without the instructor extensions (formgrader, Create
-     Assignment, course list), the instructor with them and with the course directory;
-  7. the class record (PREFIX/classroom.json) and the example JupyterHub configuration
-     (PREFIX/jupyterhub_config.py, PAM logins and one local process per user);
+     Assignment, course list) and with the private submit, the instructor with the extensions
+     and the course directory;
+  7. the environment on PATH in the class's login shells (/etc/profile.d/prefill-decode.sh), so
+     JupyterLab's terminals find python, jupyter and nbgrader;
+  8. the hub's state folder (default PREFIX/hub: root's, 0700; cookie secret and proxy token
+     0600), the class record (PREFIX/classroom.json) and the JupyterHub configuration
+     (PREFIX/jupyterhub_config.py: PAM logins, one local process per user, on loopback unless an
+     address with TLS is given);
 
-then prints what it did and what is left to the administrator. `add-student` adds accounts to an
-existing class; `teardown` removes what setup wrote in the users' configuration and, when asked,
-the exchange and the environment (never homes, accounts or the course directory).
+then prints the hub's URL, what it did and what is left to the administrator. `add-student` adds
+accounts to an existing class; `teardown` removes what setup wrote in the users' configuration
+and the profile script and, when asked, the exchange and the environment (never homes, accounts
+or the course directory).
 """
 
 from __future__ import annotations
