@@ -110,9 +110,12 @@ def worker_problem(root: str, lesson: str, expected: dict[str, str], worker) -> 
     return None
 
 
-def check_worker(root: str, lesson: str, expected: dict[str, str], dask_worker=None) -> str | None:
-    """worker_problem on every worker at once (Client.run passes dask_worker)."""
-    return worker_problem(root, lesson, expected, dask_worker)
+async def check_worker(root: str, lesson: str, expected: dict[str, str], dask_worker=None) -> str | None:
+    """worker_problem on every worker at once (Client.run passes dask_worker), in a thread: the
+    hashing and the sandbox probe take seconds the worker's event loop must not wait for."""
+    import asyncio
+
+    return await asyncio.to_thread(worker_problem, root, lesson, expected, dask_worker)
 
 
 # --- the tasks, run on the workers ---------------------------------------------------------------
@@ -520,3 +523,74 @@ def loopback_cluster(workers: int, base: Path, *, allowed_failures: int | None =
                     proc.wait()
 
     return run()
+
+
+# --- benchmark: python -m utils.cluster bench ---------------------------------------------------
+
+def bench(workers: list[int], names: list[str] | None = None, say=print) -> list[dict]:
+    """Grade the sample class (utils.demo's three students per lesson) on loopback clusters of each
+    size in `workers`, each on a fresh copy of the course; the reference runs are made once first
+    (a 1-worker cluster, fresh cache: their times) and copied into every later copy. One dict per
+    run: workers, submissions, seconds, per minute, load average before and after."""
+    from utils.coursedir import REPO, lessons, scratch_course
+    from utils.demo import place_samples
+    from utils.grade import CACHE, grade_lessons
+
+    names = names or lessons(REPO)
+    base = Path(tempfile.mkdtemp(prefix="cluster-bench-"))
+    results = []
+    try:
+        def course(tag):
+            c = scratch_course(REPO, names, base / tag, release=True)
+            place_samples(c)
+            return c
+
+        first = course("reference")
+        from distributed import Client
+
+        refs = {}
+        with loopback_cluster(1, base / "cluster-reference") as cl, \
+                Client(cl.address, timeout="30s", set_as_default=False) as client:
+            for lesson in names:   # only the reference task of each lesson: no submissions
+                expected = fingerprint(first, lesson)
+                start = time.perf_counter()
+                info = client.submit(reference_task, str(first), lesson, expected, pure=False).result()
+                refs[lesson] = (time.perf_counter() - start, info["kernel_seconds"])
+        for lesson, (wall, kernel) in refs.items():
+            say(f"reference run of {lesson}: {wall:.1f} s as a task ({kernel:.1f} s kernel time)")
+        for n in workers:
+            c = course(f"w{n}")
+            shutil.copytree(first / CACHE, c / CACHE, ignore=shutil.ignore_patterns("*.lock"))
+            with loopback_cluster(n, base / f"cluster-{n}") as cl:
+                load0 = Path("/proc/loadavg").read_text().split()[:3]
+                start = time.perf_counter()
+                run = grade_lessons(c, names, scheduler=cl.address, quiet=True)
+                seconds = time.perf_counter() - start
+                load1 = Path("/proc/loadavg").read_text().split()[:3]
+            r = {"workers": n, "submissions": len(run.outcomes), "seconds": seconds,
+                 "per_minute": 60 * len(run.outcomes) / seconds, "load_before": load0, "load_after": load1,
+                 "shares": run.cluster.get("workers", {})}
+            say(f"{n} worker(s): {r['submissions']} submissions in {seconds:.0f} s = {r['per_minute']:.2f}/min; "
+                f"load average {' '.join(load0)} -> {' '.join(load1)}; shares {r['shares']}")
+            results.append(r)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Grading throughput on loopback Dask clusters (a benchmark).")
+    parser.add_argument("command", choices=["bench"])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("lessons", nargs="*")
+    args = parser.parse_args(argv)
+    bench(args.workers, args.lessons or None)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
