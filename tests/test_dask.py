@@ -169,3 +169,63 @@ def test_a_worker_killed_mid_submission_costs_nothing(graded, tmp_path):
     note = next(o for o in run.outcomes if o.student == victim).notes
     assert any("was lost (the worker died); graded again on worker-2" in n for n in note), note
     assert all(w.startswith("worker-2") for w in run.cluster["workers"]), run.cluster["workers"]
+
+
+# --- without a cluster: the refusal line, a submission that kills its workers, the address ----------
+
+def test_a_worker_with_other_course_files_refuses_in_one_line(synthetic_course, monkeypatch):
+    from types import SimpleNamespace
+
+    from conftest import SYNTH
+    from utils.cluster import fingerprint, worker_problem
+
+    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
+    worker = SimpleNamespace(name="w7", address="tcp://10.0.0.7:40000")
+    expected = fingerprint(synthetic_course, SYNTH)
+    assert any(k.startswith("course package: ") for k in expected)
+    assert worker_problem(str(synthetic_course), SYNTH, expected, worker) is None
+    (synthetic_course / "source" / SYNTH / "synthetic.ipynb").write_text("{}")
+    line = worker_problem(str(synthetic_course), SYNTH, expected, worker)
+    assert line.startswith("worker w7 (tcp://10.0.0.7:40000, host ") and "\n" not in line
+    assert f"source/{SYNTH}/synthetic.ipynb" in line and "differ from the grader's" in line
+    line = worker_problem(str(synthetic_course / "elsewhere"), SYNTH, expected, worker)
+    assert "does not see the course directory" in line and "COURSE_CLUSTER_ROOT" in line
+
+
+def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
+    from types import SimpleNamespace
+
+    pytest.importorskip("distributed")
+    from distributed.scheduler import KilledWorker
+
+    from utils.cluster import Cluster
+    from utils.coursedir import ToolError
+    from utils.grade import GradeRun, Outcome, Plan
+
+    class Failed:
+        key, status = "grade-01_x-bo-1234", "error"
+
+        def __init__(self, err):
+            self.err = err
+
+        def exception(self):
+            return self.err
+
+    cluster = Cluster("tcp://127.0.0.1:1", print)
+    g = SimpleNamespace(run=GradeRun())
+    p = Plan("01_x", ["bo"], {"bo": Outcome("01_x", "bo")}, {}, Path("."))
+    killed = KilledWorker("grade-01_x-bo-1234", SimpleNamespace(address="tcp://10.0.0.9:1"), 1)
+    assert cluster._finished(g, p, Failed(killed), "bo", set()).startswith("FAILED")
+    out = p.outcomes["bo"]
+    assert out.status == "zero" and "killed every worker it was sent to (2, the last tcp://10.0.0.9:1" in out.reason
+    with pytest.raises(ToolError, match="grading on the cluster stopped: boom"):
+        cluster._finished(g, p, Failed(RuntimeError("boom")), "bo", set())
+
+
+def test_scheduler_address_from_option_or_environment(monkeypatch):
+    from utils.cluster import scheduler_address
+
+    monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
+    assert scheduler_address(None) is None
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://h:8786")
+    assert scheduler_address(None) == "tcp://h:8786" and scheduler_address("tcp://o:1") == "tcp://o:1"

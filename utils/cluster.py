@@ -41,6 +41,7 @@ from pathlib import Path
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"   # what Dask's own tools read
 ROOT_ENV = "COURSE_CLUSTER_ROOT"           # where a worker mounts the course, when not at the grader's path
 STATUS_EVERY = 30.0                        # seconds between progress lines while nothing finishes
+POLL = 2.0                                 # seconds between looks at which worker runs what
 
 
 class CourseMismatch(RuntimeError):
@@ -316,40 +317,26 @@ class Cluster:
 
     def _collect(self, g, p, futures: dict) -> None:
         from distributed import wait
-        from distributed.scheduler import KilledWorker
 
         from utils.coursedir import ToolError
-        from utils.grade import _zero
 
         pending, total, failed, seen = set(futures), len(futures), 0, {}
         start = last = time.monotonic()
         while pending:
             try:
                 with self.client.as_current():
-                    finished, pending = wait(pending, timeout=STATUS_EVERY, return_when="FIRST_COMPLETED")
+                    finished, pending = wait(pending, timeout=POLL, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 finished = set()
             running = self._running(futures, seen)
             for f in finished:
                 s = futures[f]
-                if f.status == "finished":
-                    res = f.result()
-                    self._record(g, p, s, res, seen.get(f.key, set()))
-                    what = f"{p.outcomes[s].status} on {res['worker']} in {res['seconds']:.0f} s"
-                elif f.status == "error" and isinstance(f.exception(), KilledWorker):
-                    err = f.exception()
-                    _zero(p.outcomes[s], f"grading it killed every worker it was sent to "
-                                         f"({err.allowed_failures + 1}, the last {err.last_worker.address}); its "
-                                         f"code may have killed them (memory?), see those workers' logs")
-                    failed += 1
-                    what = "FAILED: killed its workers"
-                else:
-                    err = f.exception() if f.status == "error" else f"the task was {f.status} (the scheduler went away?)"
+                try:
+                    what = self._finished(g, p, f, s, seen.get(f.key, set()))
+                except ToolError:
                     self._cancel(futures)
-                    raise ToolError(f"{p.lesson} {s}: grading on the cluster stopped: {err}. The submissions "
-                                    f"recorded so far are kept; grade again for the rest.")
-                if p.outcomes[s].status == "zero" and f.status == "finished":
-                    failed += 1
+                    raise
+                failed += p.outcomes[s].status == "zero"
                 done = total - len(pending)
                 self.say(f"  [{done}/{total} done, {len(running)} running, {failed} failed] {p.lesson} {s}: {what}")
                 last = time.monotonic()
@@ -358,6 +345,35 @@ class Cluster:
                 self.say(f"  [{total - len(pending)}/{total} done after {time.monotonic() - start:.0f} s] "
                          f"running: {on}" + (f"; dashboard: {self.dashboard}" if self.dashboard else ""))
                 last = time.monotonic()
+
+    def _finished(self, g, p, f, student: str, seen_on: set[str]) -> str:
+        """Record one finished task (a Dask future); what happened, for the progress line. A
+        submission that killed every worker it was sent to scores zero with the reason; any other
+        error stops the grade (ToolError)."""
+        from distributed.scheduler import KilledWorker
+
+        from utils.coursedir import ToolError
+        from utils.grade import _zero
+
+        if f.status == "finished":
+            res = f.result()
+            try:   # how many workers died while holding this task (the scheduler counts them)
+                lost = int(self.client.run_on_scheduler(_suspicious, f.key))
+            except Exception:  # noqa: BLE001 - a note only
+                lost = 0
+            self._record(g, p, student, res, seen_on, lost)
+            return f"{p.outcomes[student].status} on {res['worker']} in {res['seconds']:.0f} s"
+        err = f.exception() if f.status == "error" else None
+        if isinstance(err, KilledWorker):
+            _zero(p.outcomes[student], f"its grading killed every worker it was sent to ({err.allowed_failures + 1}, "
+                                       f"the last {err.last_worker.address}; the scheduler's allowed-failures is "
+                                       f"{err.allowed_failures}); its code may have killed them (memory?): see "
+                                       f"those workers' logs")
+            g.run.logs[f"{p.lesson}/{student}"] = str(err)
+            return "FAILED: it killed its workers"
+        raise ToolError(f"{p.lesson} {student}: grading on the cluster stopped: "
+                        f"{err if err is not None else f'the task was {f.status} (the scheduler went away?)'}. "
+                        f"The submissions recorded so far are kept; grade again for the rest.")
 
     def _running(self, futures: dict, seen: dict) -> list[tuple[str, str]]:
         """(student, worker address) of each task the scheduler has given a worker; remembers, per
@@ -375,7 +391,7 @@ class Cluster:
                     running.append((by_key[key], worker))
         return running
 
-    def _record(self, g, p, student: str, res: dict, seen_on: set[str]) -> None:
+    def _record(self, g, p, student: str, res: dict, seen_on: set[str], lost: int = 0) -> None:
         """What a task returned, into autograded/ and the course's gradebook (the grader is its only
         writer); a submission is recorded once whatever the cluster did."""
         from utils.grade import WorkerResult, _fail, _merge, record
@@ -388,10 +404,11 @@ class Cluster:
         share.submissions += 1
         share.seconds += res["seconds"]
         others = sorted(w for w in seen_on if w != res["address"])
-        if others:
+        if others or lost:
             self.retried.append(f"{p.lesson}/{student}")
-            p.outcomes[student].notes.append(f"its grading on {', '.join(others)} was lost (the worker died); "
-                                             f"graded again on {res['worker']}")
+            where = f"on {', '.join(others)} " if others else ""
+            p.outcomes[student].notes.append(f"its grading {where}was lost (the worker died"
+                                             f"{f', {lost} time(s)' if lost > 1 else ''}); graded again on {res['worker']}")
         work = Path(tempfile.mkdtemp(prefix="cluster-result-"))
         try:
             result = WorkerResult([student], work, rc=res["rc"], log=res["log"], killed=res["killed"])
@@ -417,6 +434,11 @@ class Cluster:
             self.client.cancel(list(futures))
         except Exception:  # noqa: BLE001 - best effort while failing
             pass
+
+
+def _suspicious(key, dask_scheduler=None) -> int:
+    ts = dask_scheduler.tasks.get(key)
+    return ts.suspicious if ts is not None else 0
 
 
 def _allowed_failures(dask_scheduler=None) -> int:
