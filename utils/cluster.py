@@ -265,27 +265,33 @@ class Cluster:
         if refusals:
             raise ToolError("\n".join(refusals) + "\nNothing was graded; stop those workers or give them "
                             "the course's files, then grade again.")
-        template = self._template(g, lesson)
         token = uuid.uuid4().hex[:8]
         p = Plan(lesson, students, outcomes, before, g.root / CACHE)
+        # the reference runs on a worker while the grader makes the workers' gradebook template
+        ref = self.client.submit(reference_task, str(g.root), lesson, expected, key=f"reference-{lesson}-{token}")
+        template = None
         try:
-            ref = self.client.submit(reference_task, str(g.root), lesson, expected, key=f"reference-{lesson}-{token}")
-            spec = {"root": str(g.root), "lesson": lesson, "expected": expected, "template": template.name,
-                    "course_id": g.settings.course_id, "extra": list(g.extra), "watchdog": g.watchdog}
-            futures = {self.client.submit(grade_task, {**spec, "student": s, "file": outcomes[s].file}, ref,
-                                          key=f"grade-{lesson}-{s}-{token}"): s for s in p.to_grade}
+            template = self._template(g, lesson)
             try:
                 info = ref.result()
             except Exception as err:  # noqa: BLE001 - refused reference, mismatch, or its workers died
-                self._cancel(futures)
                 raise ToolError(f"{lesson}: the reference run on the cluster failed: {err}") from None
             self.references[lesson] = info
             p.reference = g.root / CACHE / f"{info['key']}.json"
             self.say(f"{lesson}: reference solution {'run' if info['ran'] else 'found in the cache'} on "
-                     f"{info['worker']} ({info['seconds']:.1f} s); {len(futures)} submission(s) to grade")
-            self._collect(g, p, futures)
+                     f"{info['worker']} ({info['seconds']:.1f} s); {len(p.to_grade)} submission(s) to grade")
+            spec = {"root": str(g.root), "lesson": lesson, "expected": expected, "template": template.name,
+                    "course_id": g.settings.course_id, "extra": list(g.extra), "watchdog": g.watchdog}
+
+            def submit(s):
+                return self.client.submit(grade_task, {**spec, "student": s, "file": outcomes[s].file}, info,
+                                          key=f"grade-{lesson}-{s}-{token}")
+
+            self._collect(g, p, submit)
         finally:
-            template.unlink(missing_ok=True)
+            ref.release()
+            if template is not None:
+                template.unlink(missing_ok=True)
         return p
 
     def _template(self, g, lesson: str) -> Path:
@@ -315,14 +321,27 @@ class Cluster:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def _collect(self, g, p, futures: dict) -> None:
+    def _collect(self, g, p, submit) -> None:
+        """Submit the lesson's grading tasks and record each as it finishes. Never more tasks are
+        out than the cluster has threads (counted again as workers come and go): Dask hands a
+        worker every task it is given at once, and counts a task held by a worker that dies as a
+        try, so a task waits here until a thread can run it."""
         from distributed import wait
 
         from utils.coursedir import ToolError
 
-        pending, total, failed, seen = set(futures), len(futures), 0, {}
+        todo, futures, pending, total, failed, seen = list(p.to_grade), {}, set(), len(p.to_grade), 0, {}
         start = last = time.monotonic()
-        while pending:
+        while pending or todo:
+            try:
+                slots = max(1, sum(self.client.nthreads().values()))
+            except Exception:  # noqa: BLE001 - the next wait says what is wrong
+                slots = 1
+            while todo and len(pending) < slots:
+                s = todo.pop(0)
+                f = submit(s)
+                futures[f] = s
+                pending.add(f)
             try:
                 with self.client.as_current():
                     finished, pending = wait(pending, timeout=POLL, return_when="FIRST_COMPLETED")
@@ -337,12 +356,13 @@ class Cluster:
                     self._cancel(futures)
                     raise
                 failed += p.outcomes[s].status == "zero"
-                done = total - len(pending)
-                self.say(f"  [{done}/{total} done, {len(running)} running, {failed} failed] {p.lesson} {s}: {what}")
+                done = total - len(pending) - len(todo)
+                self.say(f"  [{done}/{total} done, {len(pending)} running, {failed} failed] {p.lesson} {s}: {what}")
                 last = time.monotonic()
-            if pending and time.monotonic() - last >= STATUS_EVERY:
+            if (pending or todo) and time.monotonic() - last >= STATUS_EVERY:
                 on = "; ".join(f"{s} on {w}" for s, w in running) or "none (waiting for a worker)"
-                self.say(f"  [{total - len(pending)}/{total} done after {time.monotonic() - start:.0f} s] "
+                self.say(f"  [{total - len(pending) - len(todo)}/{total} done after {time.monotonic() - start:.0f} s, "
+                         f"{len(todo)} waiting] "
                          f"running: {on}" + (f"; dashboard: {self.dashboard}" if self.dashboard else ""))
                 last = time.monotonic()
 
