@@ -11,7 +11,8 @@ moves to the cluster. Per lesson:
     graded: `Client.run` on every worker; again in every task, for workers that join later);
   - the reference solution's run is a task of its own, made once for the whole cluster into the
     course's `.grading-cache/` on the shared storage (under the file lock of
-    utils/grading/reference.py), and every grading task depends on it;
+    utils/grading/reference.py); the lesson's grading tasks are sent once it is there, never
+    more at a time than the cluster has worker threads (a task a dying worker held counts as a try);
   - one task per submission runs `utils.grade.run_worker` on a worker: a private work folder in the
     worker's temporary folder, `nbgrader autograde` with every kernel in the bubblewrap sandbox, the
     verdicts judged there as locally. Its gradebook is a copy of a per-lesson SQLite template
@@ -521,8 +522,6 @@ def loopback_cluster(workers: int, base: Path, *, allowed_failures: int | None =
         dask = str(Path(sys.executable).parent / "dask")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-        # a worker holds only the tasks it runs: one that dies costs no queued submission a try
-        env["DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION"] = "1.0"
         if allowed_failures is not None:
             env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = str(allowed_failures)
         procs = []
