@@ -262,6 +262,7 @@ class Cluster:
         outcomes = {s: preflight(g.root, lesson, s, known) for s in students}
         before = {s: _hash_tree(g.root / "submitted" / s / lesson) for s in students}
         expected = fingerprint(g.root, lesson)
+        g.workers = max(1, sum(self.client.nthreads().values()))   # for utils.grade's "with N worker(s)"
         refusals = [line for line in self.client.run(check_worker, str(g.root), lesson, expected).values() if line]
         if refusals:
             raise ToolError("\n".join(refusals) + "\nNothing was graded; stop those workers or give them "
