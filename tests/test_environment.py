@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
 from utils.coursedir import REPO
@@ -54,4 +55,42 @@ def test_installed_versions_match_pins():
 
     for name, pinned in pins_from_requirements().items():
         installed = version(name).split("+")[0]  # torch reports 2.13.0+cpu
+        assert installed == pinned, f"{name}: installed {installed}, pinned {pinned}"
+
+
+INSTRUCTOR_ONLY = {"dask", "distributed"}
+
+
+def pins_from(name: str) -> dict[str, str]:
+    """Pins of a requirements file, its `-r` includes left out; every other line must be pinned."""
+    pins = {}
+    for line in (REPO / name).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-r "):
+            m = PIN.match(line)
+            assert m, f"{name}: {line!r} is not pinned with =="
+            pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+def test_instructor_requirements_are_pinned_and_not_the_students():
+    """Dask (grading on a cluster) is pinned for the instructor and the tests, never for students."""
+    instructor = pins_from("requirements-instructor.txt")
+    assert INSTRUCTOR_ONLY <= set(instructor)
+    students = set(pins_from_requirements()) | set(pins_from_environment())
+    assert not set(instructor) & students, set(instructor) & students
+    env_text = (REPO / "environment.yml").read_text().lower()
+    assert not any(name in env_text for name in INSTRUCTOR_ONLY)
+    dev = [l.strip() for l in (REPO / "requirements-dev.txt").read_text().splitlines()]
+    assert "-r requirements-instructor.txt" in dev
+
+
+def test_installed_instructor_versions_match_pins():
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name, pinned in pins_from("requirements-instructor.txt").items():
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            pytest.skip(f"{name} is not installed (pip install -r requirements-instructor.txt)")
         assert installed == pinned, f"{name}: installed {installed}, pinned {pinned}"

@@ -1,6 +1,7 @@
 """Autograde every submission in submitted/, write feedback HTML and grades.csv, report each student.
 
     python -m utils.grade [LESSON ...] [--workers N] [--cell-timeout S] [--show-hidden-tests] [--course DIR]
+                          [--scheduler tcp://HOST:8786]
 
 Per lesson, like an nbgrader app: plan (read the submissions: a missing, unreadable, linked or
 other lesson's notebook scores 0 with the reason; what nbgrader will repair; the reference
@@ -16,6 +17,8 @@ Submissions are never modified (hashes compared before and after). One submissio
 another its grade: a worker that fails on several is retried on each alone. Exit 1 when a
 submission scored zero as unusable, a WARNING was printed, or feedback or the export failed.
 Workers (default: the CPU cores) each run on their own cores (see the benchmark in docs).
+With --scheduler (or DASK_SCHEDULER_ADDRESS) the run step is one task per submission on a Dask
+cluster instead (utils/cluster.py); plan, record and report stay here.
 """
 
 from __future__ import annotations
@@ -512,6 +515,7 @@ class GradeRun:
     logs: dict[str, str] = field(default_factory=dict)
     lesson_seconds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)   # feedback or export that failed
+    cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (utils/cluster.py)
 
 
 @dataclass
@@ -526,6 +530,7 @@ class Grading:
     say: object
     run: GradeRun = field(default_factory=GradeRun)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    cluster: object = None           # a utils.cluster.Cluster: the run step on Dask workers
 
     def nbgrader(self, args: list[str]):
         return nbgrader([*args, f"--CourseDirectory.db_url={self.settings.db_url}"], cwd=self.root, check=False)
@@ -580,8 +585,11 @@ def grade_lesson(g: Grading, lesson: str, known, with_feedback: bool = True) -> 
     built = g.nbgrader(["generate_assignment", lesson, "--force"])
     if built.rc != 0:
         raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{built.log[-3000:]}")
-    p = plan(g.root, lesson, students, known)
-    run_lesson(g, p)
+    if g.cluster is not None:   # --scheduler: one Dask task per submission (utils/cluster.py)
+        p = g.cluster.grade(g, lesson, students, known)
+    else:
+        p = plan(g.root, lesson, students, known)
+        run_lesson(g, p)
     record_lesson(g, p)
     if with_feedback:
         write_feedback(g, lesson)
@@ -594,18 +602,31 @@ def grade_lesson(g: Grading, lesson: str, known, with_feedback: bool = True) -> 
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
                   cell_timeout: float | None = None, show_hidden_tests: bool = False,
                   db_url: str | None = None, watchdog: float = DEFAULT_WATCHDOG,
-                  feedback: bool = True, export: bool = True, quiet: bool = False) -> GradeRun:
+                  feedback: bool = True, export: bool = True, quiet: bool = False,
+                  scheduler: str | None = None) -> GradeRun:
     """Grade every submission of the named lessons (all when none); see the module doc."""
+    from utils.cluster import scheduler_address
+
     root = Path(root).resolve()
     settings = course_settings(root, db_url)
-    require_sandbox(settings)
+    address = scheduler_address(scheduler)   # None: local workers, as always
+    if address is None:
+        require_sandbox(settings)            # on a cluster each worker checks its own
     g = Grading(root, settings, max(1, workers or os.cpu_count() or 1),
                 [f"--Execute.timeout={int(cell_timeout)}"] if cell_timeout else [], watchdog,
                 show_hidden_tests, (lambda *a: None) if quiet else print)
     start = time.perf_counter()
     known = _lesson_ids(root)
-    for lesson in resolve_lessons(names or [], root):
-        grade_lesson(g, lesson, known, feedback)
+    names = resolve_lessons(names or [], root)
+    if address is not None:
+        from utils.cluster import Cluster
+        g.cluster = Cluster.connect(address, g.say)
+    try:
+        for lesson in names:
+            grade_lesson(g, lesson, known, feedback)
+    finally:
+        if g.cluster is not None:
+            g.cluster.close(g)
     if g.run.lessons and export:
         write_export(g)
     g.run.seconds = time.perf_counter() - start
@@ -635,10 +656,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-hidden-tests", action="store_true", help="show hidden tests in the feedback")
     parser.add_argument("--db-url", default=None, help="gradebook URL (default: nbgrader_config.py or gradebook.db)")
     parser.add_argument("--course", type=Path, default=REPO, help="course directory (default: this repository)")
+    parser.add_argument("--scheduler", default=None, help="grade on this Dask scheduler, tcp://HOST:8786 "
+                        "(default: DASK_SCHEDULER_ADDRESS; neither: local workers); see docs/instructors.md")
     args = parser.parse_args(argv)
     try:
         table, problems = grade(args.course, args.lessons, workers=args.workers, cell_timeout=args.cell_timeout,
-                                show_hidden_tests=args.show_hidden_tests, db_url=args.db_url)
+                                show_hidden_tests=args.show_hidden_tests, db_url=args.db_url,
+                                scheduler=args.scheduler)
     except ToolError as err:
         print(f"grade failed: {err}", file=sys.stderr)
         return 1
