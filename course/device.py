@@ -32,10 +32,10 @@ How lesson 3 measures, in more detail than the lesson's one paragraph:
   halfway slows the measurement and its bound alike. A `Sampled` keeps every run: the median is
   shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
   of their median apart) tell the lesson not to conclude.
-- Readings. `change`, `warmup_reading`, `fixed_cost_reading` (a line through the medians against
-  one through the floors: a large intercept is a fixed cost per call), `growth_reading` and
-  `disagreement` turn runs into the one-line conclusions lesson 3 prints, with that noise rule
+- Readings. `change`, `warmup_reading`, `growth_reading` (every point against a model's
+  prediction) and `disagreement` turn runs into the lines lesson 3 prints, with that noise rule
   (NOISE_LIMIT): scattered or overlapping runs read as "inconclusive", never as a claim.
+  `intercept_reading` states a line's fit and sets it beside given times, drawing no conclusion.
 - Re-measuring. `held_against` never shows a utilisation above 100 %: the bound is measured
   again, and if the measurement still beats it, the run is reported as disturbed.
 - On a GPU the bounds are the datasheet's (course.hardware); its read probe is kept small so that
@@ -399,7 +399,7 @@ class Held:
 
 
 def held_against(achieved: float, bound: float, remeasure: Callable[[], float] | None = None,
-                 tries: int = 2, what: str = "the bound") -> Held:
+                 tries: int = 2, what: str = "the reference rate") -> Held:
     """Hold a measured rate against a measured bound. A rate above its bound is impossible: the
     bound is measured again (remeasure() returns a fresh rate; the best is kept) up to `tries`
     times, and if the rate still exceeds it, no utilisation is given and the note says that the
@@ -628,7 +628,11 @@ def change(a: Sampled, b: Sampled, limit: float = NOISE_LIMIT) -> str:
 
 
 def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMIT) -> str:
-    """What a few runs with no warm-up (in order, seconds) show against warmed runs of the same step."""
+    """What a few runs with no warm-up (in order, seconds) show against warmed runs of the same step.
+
+    A one-off cost is named only when the first cold run is slower than the slowest warmed run by
+    more than the warmed runs' own spread (and more than `limit` of their median), and slower than
+    the cold runs after it: a first run within that margin shows nothing the noise does not."""
     _check_limit(limit)
     if not cold_s or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in cold_s):
         raise ValueError(f"cold_s must be one or more positive durations in seconds, got {cold_s!r}")
@@ -637,15 +641,16 @@ def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMI
     if warm.rel_spread > limit:
         return (f"-> inconclusive: the warmed runs themselves disagree by {warm.rel_spread:.0%} of their median "
                 f"({span}); the machine was busy. Re-run this cell when it is quieter.")
-    if first > warm.high and (not later or first > max(later)):
-        return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}): a one-off "
-                f"cost that the warm-up keeps out of the timings")
-    if first <= warm.high:
-        slower = [t for t in later if t > warm.high]
+    margin = max(warm.high - warm.low, limit * warm.median)
+    if first > warm.high + margin and (not later or first > max(later)):
+        return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}), more than "
+                f"their spread above the slowest: a one-off cost that the warm-up keeps out of the timings")
+    if first <= warm.high + margin:
+        slower = [t for t in later if t > warm.high + margin]
         tail = "" if not slower else f"; {len(slower)} later cold run(s) were slower, which warm-up does not explain"
-        return (f"-> no one-off cost showed here: the first cold run was within or below the {span}{tail}. "
-                f"A CPU may have little to warm up; on a GPU the first calls also pay for the CUDA context and "
-                f"compilation")
+        return (f"-> no one-off cost beyond the noise showed here: the first cold run ({first * 1e3:,.1f} ms) was "
+                f"within the {span}, or above them by less than their spread{tail}. A CPU may have little to warm "
+                f"up; on a GPU the first calls also pay for the CUDA context and compilation")
     return (f"-> inconclusive: the first cold run was above the {span}, but so was a later one: "
             f"the load changed while measuring")
 
@@ -662,58 +667,53 @@ def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return slope, my - slope * mx
 
 
-def fixed_cost_reading(xs: list[float], measured: list[Sampled], floors_s: list[float], unit: str,
-                       limit: float = NOISE_LIMIT) -> str:
-    """Lines through the medians and through the floors (seconds) against x: their slopes and where
-    they meet x = 0. A measured intercept far above the floor's is a fixed cost per call that the
-    floor does not contain. The least-squares intercept is a weighted sum of the points, so the
-    runs' min-max bands bound it; the reading holds only where the whole range allows it, and says
-    'inconclusive' when noisy runs leave it open."""
-    _check_limit(limit)
-    if not (len(xs) == len(measured) == len(floors_s)):
-        raise ValueError("xs, measured and floors_s must have one entry per point")
+def intercept_reading(xs: list[float], measured: list[Sampled], unit: str, reads_s: dict[str, float]) -> str:
+    """A line through the medians against x: its slope, where it meets x = 0 and the range the
+    runs' spreads allow for that intercept (the least-squares intercept is a weighted sum of the
+    points), set beside the seconds given in `reads_s` ({what: seconds}, e.g. the time to read
+    the weights once at a reference rate). It draws no conclusion: what the intercept holds is
+    for the reader to say."""
+    if not (len(xs) == len(measured)):
+        raise ValueError("xs and measured must have one entry per point")
     slope, intercept = line_fit(xs, [s.median for s in measured])
-    f_slope, f_intercept = line_fit(xs, floors_s)
     mx = statistics.fmean(xs)
     sxx = sum((x - mx) ** 2 for x in xs)
     weights = [1 / len(xs) - mx * (x - mx) / sxx for x in xs]  # intercept = sum(w * y)
     lowest = sum(w * (s.low if w > 0 else s.high) for w, s in zip(weights, measured))
     highest = sum(w * (s.high if w > 0 else s.low) for w, s in zip(weights, measured))
     line = (f"a line through the medians rises {slope * 1e3:,.3f} ms per {unit} and meets 0 {unit}s at "
-            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads); "
-            f"the floor's rises {f_slope * 1e3:,.3f} ms and meets 0 at {f_intercept * 1e3:,.1f} ms")
-    first = measured[0].median
-    extra, extra_low, extra_high = intercept - f_intercept, lowest - f_intercept, highest - f_intercept
-    if extra_low >= 0.5 * first:
-        return (f"{line}\n-> at least {extra_low * 1e3:,.1f} ms of every call ({extra_low / first:.0%} of the "
-                f"shortest) is a fixed cost that neither bound contains: launches, Python, choosing the token")
-    if extra_high <= 0.1 * first:
-        return f"{line}\n-> no fixed cost above the floor beyond {max(extra_high, 0) / first:.0%} of the shortest call"
-    if too_noisy(measured, limit):
-        return (f"{line}\n-> inconclusive: the runs' spreads allow a fixed cost from {max(extra_low, 0) * 1e3:,.1f} "
-                f"to {extra_high * 1e3:,.1f} ms per call")
-    if extra > 0.1 * first:
-        return (f"{line}\n-> a fixed cost of about {extra * 1e3:,.1f} ms per call sits above the floor "
-                f"({extra / first:.0%} of the shortest); the rest grows with the {unit}s")
-    return f"{line}\n-> no fixed cost above the floor beyond {max(extra, 0) / first:.0%} of the shortest call"
+            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads)")
+    beside = "; ".join(f"{what}: {seconds * 1e3:,.1f} ms" for what, seconds in reads_s.items())
+    return f"{line}\n   beside it, {beside}" if beside else line
 
 
-def growth_reading(what: str, a: Sampled, b: Sampled, floor_ratio: float, limit: float = NOISE_LIMIT) -> str:
-    """Did `what` grow from a to b as its floor predicts (floor_ratio = floor at b / floor at a)?"""
+def growth_reading(what: str, points: list, measured: list[Sampled], expected_s: list[float],
+                   model: str = "the estimate", limit: float = NOISE_LIMIT) -> str:
+    """Did `what` grow from the first point to each of the others as `model` (expected_s, seconds
+    at each point) predicts? One line per point; 'as ... predicts' for the whole sweep only when
+    every point agrees within `limit`; a point whose runs are noisy, or overlap the first's when
+    the model expects a change, is 'inconclusive'."""
     _check_limit(limit)
-    if not (math.isfinite(floor_ratio) and floor_ratio > 0):
-        raise ValueError(f"floor_ratio must be a positive number, got {floor_ratio!r}")
-    ratio = b.median / a.median
-    moved = change(a, b, limit)
-    if too_noisy([a, b], limit) or moved.startswith("inconclusive") or (overlap(a, b) and abs(floor_ratio - 1) > limit):
-        return (f"-> {what}: {ratio:.2f}x between the medians (the floor: {floor_ratio:.2f}x); inconclusive: "
-                f"the runs disagree too much to compare with the floor")
-    said = f"{what} {moved} (the floor: {floor_ratio:.2f}x)"
-    if abs(ratio / floor_ratio - 1) <= limit:
-        return f"-> {said}: as the floor predicts, within {limit:.0%}"
-    if ratio > floor_ratio:
-        return f"-> {said}: more than the floor predicts; some cost the floor leaves out grows too"
-    return f"-> {said}: less than the floor predicts; a fixed cost the floor leaves out, paid at both, dilutes the growth"
+    if not (len(points) == len(measured) == len(expected_s)) or len(points) < 2:
+        raise ValueError("points, measured and expected_s need one entry per point, two or more points")
+    if not all(isinstance(e, (int, float)) and math.isfinite(e) and e > 0 for e in expected_s):
+        raise ValueError(f"expected_s must be positive times, got {expected_s!r}")
+    first, lines, agree = measured[0], [], True
+    for point, s, e in zip(points[1:], measured[1:], expected_s[1:]):
+        ratio, wanted = s.median / first.median, e / expected_s[0]
+        moved = change(first, s, limit)
+        said = f"{point}: {ratio:.2f}x the first point (the {model.removeprefix('the ')}: {wanted:.2f}x)"
+        if too_noisy([first, s], limit) or moved.startswith("inconclusive") or (overlap(first, s) and abs(wanted - 1) > limit):
+            lines.append(f"{said}, inconclusive: the runs disagree too much")
+            agree = False
+        elif abs(ratio / wanted - 1) <= limit:
+            lines.append(f"{said}, as {model} predicts within {limit:.0%}")
+        else:
+            lines.append(f"{said}, {'more' if ratio > wanted else 'less'} than {model} predicts")
+            agree = False
+    head = (f"-> {what} grew as {model} predicts, within {limit:.0%}, at every point" if agree
+            else f"-> {what}, point by point against the first")
+    return head + "".join(f"\n   {line}" for line in lines)
 
 
 def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
@@ -722,7 +722,7 @@ def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
         return ""
     return (f"  note: {what_a} took {a.median * 1e3:,.1f} ms (median) and {what_b} {b.median * 1e3:,.1f} ms, "
             f"ranges apart: they ran at different times, each under the load it met, and each is held "
-            f"only against the bounds measured beside it.")
+            f"only against the reference rates measured beside it.")
 
 
 def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: float = NOISE_LIMIT) -> str:
