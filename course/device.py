@@ -8,11 +8,11 @@ shared machine all matter), so the figures are measured, afresh on every call: r
 FLOP/s. A record of each measurement is written to .course_cache/ (or
 ~/.cache/prefill-decode-course) and read back only when asked (reuse=True), with its age and load.
 
-A bound measured at one time does not hold at another on a shared machine. `interleave` times
-several functions in turns, so that a drifting load hits all of them alike, and `Bounds` /
-`held_against` hold a measurement against probes of the bound taken in the same turns, never
-showing a utilisation above 100 % (the bound is measured again, and if the excess persists the
-run is reported as disturbed).
+A reference rate (a rate measured in the same cell as what it is compared with) measured at one
+time does not hold at another on a shared machine. `interleave` times several functions in turns,
+so that a drifting load hits all of them alike, and `held_against` holds a measurement against
+probes taken in the same turns, never showing a utilisation above 100 % (the reference rate is
+measured again, and if the excess persists the run is reported as disturbed).
 
 How lesson 3 measures, in more detail than the lesson's one paragraph:
 
@@ -21,24 +21,24 @@ How lesson 3 measures, in more detail than the lesson's one paragraph:
   program holds up the others at every operation, so a count chosen once is stale as soon as a
   neighbour starts. Importing `course` before torch also makes the waiting workers sleep rather
   than spin (OMP_WAIT_POLICY=PASSIVE, course/__init__.py).
-- Bounds. On a CPU the read bandwidth is the bytes of a plain sum over a buffer, a pure read like
+- Reference rates. On a CPU the read bandwidth is the bytes of a plain sum over a buffer, a pure read like
   decode's reads of its weights, not a copy; the FLOP/s is a square matmul's. The setup cell takes
   the median of torch.utils.benchmark runs (256 MiB; 2048 x 2048 fp32); the lesson's later cells
   time `read_probe` (as many bytes as the measured step reads) and `matmul_probe` (2048, or 1024
-  under nbgrader) in turns with what they bound, and take each probe's best run. `matvec_probe` times bare
+  under nbgrader) in turns with what is compared with them, and take each probe's best run. `matvec_probe` times bare
   matrix-vector products over a model's own weights: the work a decode step cannot avoid.
 - Turns. `interleave` and `in_turns` warm every function or point up once, then run them in
   rounds, forwards then backwards, with the probes among them, so a program that wakes up
-  halfway slows the measurement and its bound alike. A `Sampled` keeps every run: the median is
+  halfway slows the measurement and its reference rates alike. A `Sampled` keeps every run: the median is
   shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
   of their median apart) tell the lesson not to conclude.
 - Readings. `change`, `warmup_reading`, `growth_reading` (every point against a model's
   prediction) and `disagreement` turn runs into the lines lesson 3 prints, with that noise rule
   (NOISE_LIMIT): scattered or overlapping runs read as "inconclusive", never as a claim.
   `intercept_reading` states a line's fit and sets it beside given times, drawing no conclusion.
-- Re-measuring. `held_against` never shows a utilisation above 100 %: the bound is measured
-  again, and if the measurement still beats it, the run is reported as disturbed.
-- On a GPU the bounds are the datasheet's (course.hardware); its read probe is kept small so that
+- Re-measuring. `held_against` never shows a utilisation above 100 %: the reference rate is
+  measured again, and if the measurement still beats it, the run is reported as disturbed.
+- On a GPU the peaks are the datasheet's (course.hardware); its read probe is kept small so that
   it fits beside the model.
 """
 
