@@ -738,7 +738,8 @@ def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: 
 
     fixed_s, low, high = fixed(thin.median, full.median), fixed(thin.low, full.high), fixed(thin.high, full.low)
     line = (f"fixed part: {fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full "
-            f"step); anywhere from {low * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads")
+            f"step); anywhere from {max(low, 0) * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads (a fixed "
+            f"part is never below 0)")
     if too_noisy([full, thin], limit):
         return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
                 f"machine was busy. Re-run this cell when it is quieter.")
@@ -759,3 +760,43 @@ def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: 
                 f"per-step overhead sets that part of its time, the bytes the rest")
     return (f"{line}\n-> inconclusive: the spreads allow a fixed part from {max(low, 0) / full.median:.0%} "
             f"to {high / full.median:.0%} of the step")
+
+
+def knee_reading(tokens: list[int], passes: list[Sampled], formula: float | None = None) -> tuple[float, str]:
+    """Passes of `tokens` tokens each (ascending, the first the smallest): where the line through the
+    two longest passes reaches the smallest pass's time, and what the runs allow of it. Returns
+    (the crossing in tokens, or nan where there is none to read; the lines to print). `formula`:
+    a knee to compare with (tokens), or None."""
+    if len(tokens) != len(passes) or len(tokens) < 3 or list(tokens) != sorted(set(tokens)):
+        raise ValueError(f"need three or more ascending token counts, one pass each; got {tokens!r} and {len(passes)} passes")
+    t0, ta, tb = tokens[0], tokens[-2], tokens[-1]
+    level, a, b = passes[0], passes[-2], passes[-1]
+
+    def meeting(lv: float, ya: float, yb: float) -> float:
+        slope = (yb - ya) / (tb - ta)
+        return tb - (yb - lv) / slope if slope > 0 else math.nan
+
+    ratio = f"the {tb}-token pass took {b.median / level.median:.2f}x the {t0}-token pass"
+    if b.median <= level.median:
+        return math.nan, (f"measured: {ratio}: the longest pass was not above the smallest one's time, so no knee "
+                          f"shows within {tb} tokens; the machine may have been disturbed. Re-run this cell when it "
+                          f"is quieter.")
+    knee = meeting(level.median, a.median, b.median)
+    if not math.isfinite(knee):
+        return math.nan, (f"measured: {ratio}, but the {tb}-token pass was not above the {ta}-token one, so no line "
+                          f"through them reads a knee; the machine may have been disturbed. Re-run this cell when it "
+                          f"is quieter.")
+    if knee <= t0:
+        return knee, (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time "
+                      f"at {knee:,.1f} tokens, at or below the smallest T: the time already rises from T = {t0}, and "
+                      f"the knee of this run lies below it")
+    corners = [meeting(x, y, z) for x in (level.low, level.high) for y in (a.low, a.high) for z in (b.low, b.high)]
+    if all(math.isfinite(c) for c in corners):
+        spread = f"{max(min(corners), 0):,.1f} to {max(corners):,.1f} within the runs' spreads"
+    else:
+        spread = "the runs' spreads also allow the two longest passes to be level, so no range"
+    line = (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time at "
+            f"{knee:,.1f} tokens ({spread})")
+    if formula is not None and formula > 0:
+        line += f", {knee / formula:.2f}x the formula's {formula:,.1f}"
+    return knee, line

@@ -4,6 +4,8 @@ reading follows the numbers, and the noise rule turns overlapping or scattered r
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from course import device as dev
@@ -114,3 +116,51 @@ def test_fixed_part_reading_follows_the_two_steps():
     assert "narrow step was the slower" in dev.fixed_part_reading(S("f", [0.05, 0.051]), S("t", [0.06, 0.061]), 0.27)
     with pytest.raises(ValueError, match="bytes_ratio"):
         dev.fixed_part_reading(S("f", [1.0]), S("t", [1.0]), 1.5)
+
+
+KNEE_T = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def _passes(ms):
+    return [S(f"{t}", [m * 0.95e-3, m * 1e-3, m * 1.05e-3]) for t, m in zip(KNEE_T, ms)]
+
+
+def test_knee_reading_finds_a_knee_inside_the_sweep():
+    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 100, 100, 101, 110, 150, 300]), formula=20.0)
+    # line through (64, 150) and (128, 300) meets 100 at 64 - 50 / (150 / 64) = 42.7
+    assert knee == pytest.approx(64 - 50 / (150 / 64))
+    assert "42.7 tokens" in said and "x the formula's 20.0" in said and "no knee" not in said
+
+
+def test_knee_reading_crossing_below_the_smallest_t_says_the_time_rises_from_it():
+    # the tester's run: T = 128 at 8.31x the one-token pass, the line meets its level near T = -33
+    ms = [100, 110, 130, 170, 250, 420, 623, 831]
+    knee, said = dev.knee_reading(KNEE_T, _passes(ms))
+    assert knee < 1 and "8.31x" in said
+    assert "already rises from T = 1" in said and "below it" in said
+    assert "no knee" not in said and "not above" not in said and "disturbed" not in said
+
+
+def test_knee_reading_no_knee_only_when_the_longest_pass_is_not_above_the_smallest():
+    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 99, 98, 100, 99, 97, 99]))
+    assert math.isnan(knee) and "no knee" in said and "0.99x" in said
+
+
+def test_knee_reading_last_two_not_rising_is_no_line_not_no_knee():
+    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 100, 120, 150, 200, 300, 290]))
+    assert math.isnan(knee) and "no line" in said and "no knee" not in said and "2.90x" in said
+
+
+def test_knee_reading_range_clamped_and_bad_input_named():
+    # medians 1.0, 1.15, 1.55: knee at 1.25; the spreads' steepest-down corner meets 1.0 at -1, shown as 0
+    knee, said = dev.knee_reading([1, 2, 4], [S("a", [1.0, 1.0]), S("b", [1.0, 1.3]), S("c", [1.5, 1.6])])
+    assert knee == pytest.approx(1.25) and "(0.0 to" in said
+    with pytest.raises(ValueError, match="ascending"):
+        dev.knee_reading([4, 2, 1], _passes([1, 2, 3]))
+    with pytest.raises(ValueError, match="ascending"):
+        dev.knee_reading([1, 2], _passes([1, 2]))
+
+
+def test_fixed_part_range_never_below_zero():
+    said = dev.fixed_part_reading(S("full", [0.30, 0.40, 0.50]), S("thin", [0.08, 0.10, 0.14]), 0.27)
+    assert "from -" not in said and "from 0.00 to" in said
