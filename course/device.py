@@ -36,6 +36,9 @@ How lesson 3 measures, in more detail than the lesson's one paragraph:
   prediction) and `disagreement` turn runs into the lines lesson 3 prints, with that noise rule
   (NOISE_LIMIT): scattered or overlapping runs read as "inconclusive", never as a claim.
   `intercept_reading` states a line's fit and sets it beside given times, drawing no conclusion.
+  `fixed_part_reading` fits a step's fixed part (never below 0); `knee_reading` reads where the
+  line through a sweep's two longest passes reaches its shortest pass's time, and says "no knee"
+  only when the longest pass is not above that time.
 - Re-measuring. `held_against` never shows a utilisation above 100 %: the reference rate is
   measured again, and if the measurement still beats it, the run is reported as disturbed.
 - On a GPU the peaks are the datasheet's (course.hardware); its read probe is kept small so that
