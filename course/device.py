@@ -8,34 +8,40 @@ shared machine all matter), so the figures are measured, afresh on every call: r
 FLOP/s. A record of each measurement is written to .course_cache/ (or
 ~/.cache/prefill-decode-course) and read back only when asked (reuse=True), with its age and load.
 
-A bound measured at one time does not hold at another on a shared machine. `interleave` times
-several functions in turns, so that a drifting load hits all of them alike, and `Bounds` /
-`held_against` hold a measurement against probes of the bound taken in the same turns, never
-showing a utilisation above 100 % (the bound is measured again, and if the excess persists the
-run is reported as disturbed).
+A reference rate (a rate measured in the same cell as what it is compared with) measured at one
+time does not hold at another on a shared machine. `interleave` times several functions in turns,
+so that a drifting load hits all of them alike, and `held_against` holds a measurement against
+probes taken in the same turns, never showing a utilisation above 100 % (the reference rate is
+measured again, and if the excess persists the run is reported as disturbed).
 
 How lesson 3 measures, in more detail than the lesson's one paragraph:
 
-- Threads. `set_cpu_threads` runs one PyTorch thread per core that is free when the setup cell
-  runs: a thread that shares its core with another program holds up the others at every matmul.
-- Bounds. On a CPU the read bandwidth is the bytes of a plain sum over a buffer, a pure read like
+- Threads. `set_cpu_threads` runs one PyTorch thread per core that is free, and `interleave`
+  chooses again before every round (`follow_load`): a thread that shares its core with another
+  program holds up the others at every operation, so a count chosen once is stale as soon as a
+  neighbour starts. Importing `course` before torch also makes the waiting workers sleep rather
+  than spin (OMP_WAIT_POLICY=PASSIVE, course/__init__.py).
+- Reference rates. On a CPU the read bandwidth is the bytes of a plain sum over a buffer, a pure read like
   decode's reads of its weights, not a copy; the FLOP/s is a square matmul's. The setup cell takes
   the median of torch.utils.benchmark runs (256 MiB; 2048 x 2048 fp32); the lesson's later cells
   time `read_probe` (as many bytes as the measured step reads) and `matmul_probe` (2048, or 1024
-  under nbgrader) in turns with what they bound, and take each probe's best run. `matvec_probe` times bare
+  under nbgrader) in turns with what is compared with them, and take each probe's best run. `matvec_probe` times bare
   matrix-vector products over a model's own weights: the work a decode step cannot avoid.
 - Turns. `interleave` and `in_turns` warm every function or point up once, then run them in
   rounds, forwards then backwards, with the probes among them, so a program that wakes up
-  halfway slows the measurement and its bound alike. A `Sampled` keeps every run: the median is
+  halfway slows the measurement and its reference rates alike. A `Sampled` keeps every run: the median is
   shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
   of their median apart) tell the lesson not to conclude.
-- Readings. `change`, `warmup_reading`, `fixed_cost_reading` (a line through the medians against
-  one through the floors: a large intercept is a fixed cost per call), `growth_reading` and
-  `disagreement` turn runs into the one-line conclusions lesson 3 prints, with that noise rule
+- Readings. `change`, `warmup_reading`, `growth_reading` (every point against a model's
+  prediction) and `disagreement` turn runs into the lines lesson 3 prints, with that noise rule
   (NOISE_LIMIT): scattered or overlapping runs read as "inconclusive", never as a claim.
-- Re-measuring. `held_against` never shows a utilisation above 100 %: the bound is measured
-  again, and if the measurement still beats it, the run is reported as disturbed.
-- On a GPU the bounds are the datasheet's (course.hardware); its read probe is kept small so that
+  `intercept_reading` states a line's fit and sets it beside given times, drawing no conclusion.
+  `fixed_part_reading` fits a step's fixed part (never below 0); `knee_reading` reads where the
+  line through a sweep's two longest passes reaches its shortest pass's time, and says "no knee"
+  only when the longest pass is not above that time.
+- Re-measuring. `held_against` never shows a utilisation above 100 %: the reference rate is
+  measured again, and if the measurement still beats it, the run is reported as disturbed.
+- On a GPU the peaks are the datasheet's (course.hardware); its read probe is kept small so that
   it fits beside the model.
 """
 
@@ -120,14 +126,27 @@ def cpu_threads() -> int:
         return os.cpu_count() or 1
 
 
+def _own_running_threads() -> int:
+    """Threads of this process that are running or ready to run now (state R): PyTorch's own
+    workers, which /proc/loadavg counts among the machine's running tasks."""
+    count = 0
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        try:
+            count += stat.read_text().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue
+    return max(1, count)  # at least the thread reading this
+
+
 def busy_cores(samples: int = 5, interval_s: float = 0.01) -> float:
     """Cores other processes are running on now: the median of a few reads of the runnable-task
-    count in /proc/loadavg, less this process; falls back to the 1-minute load average."""
+    count in /proc/loadavg, less this process's own running threads; falls back to the 1-minute
+    load average."""
     counts = []
     for i in range(samples):
         try:
             running = Path("/proc/loadavg").read_text().split()[3].split("/")[0]
-            counts.append(max(0, int(running) - 1))
+            counts.append(max(0, int(running) - _own_running_threads()))
         except (OSError, IndexError, ValueError):
             break
         if i + 1 < samples:
@@ -140,29 +159,50 @@ def busy_cores(samples: int = 5, interval_s: float = 0.01) -> float:
         return 0.0
 
 
-def free_cpu_cores() -> int:
+def free_cpu_cores(samples: int = 5, interval_s: float = 0.01) -> int:
     """Cores this process may use that nobody else is running on now (at least 1).
 
-    PyTorch's CPU kernels split each matmul among their threads and wait for the slowest: when
-    another process holds one of the cores, a two-thread matmul waits for it and runs 10 to 40
-    times slower than on one thread. Run no more threads than there are free cores.
+    PyTorch's CPU kernels split each operation among their threads and wait for the slowest: when
+    another process holds one of the cores, every operation waits for the thread that shares it,
+    and a small one (a decode step's attention) takes milliseconds instead of microseconds. Run no
+    more threads than there are free cores.
 
     /proc/loadavg counts the whole machine's tasks: where this process may use only some of its
     cores (a container, taskset), their share of the busy ones is counted."""
     ours, machine = cpu_threads(), max(os.cpu_count() or 1, cpu_threads())
-    busy_here = busy_cores() * ours / machine
+    busy_here = busy_cores(samples, interval_s) * ours / machine
     return max(1, min(ours, ours - math.floor(busy_here)))
 
 
-def set_cpu_threads(n: int | None = None) -> int:
-    """Let PyTorch's CPU kernels use `n` threads (default: the cores free now, free_cpu_cores()).
+# False: threads fixed by the caller (or never set); True: chosen again from the free cores before
+# every round of interleave / in_turns (set_cpu_threads() without a number).
+_threads_follow_load = False
 
-    One thread per free core: more threads than that only make them take turns."""
-    n = free_cpu_cores() if n is None else n
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+
+def set_cpu_threads(n: int | None = None) -> int:
+    """Let PyTorch's CPU kernels use `n` threads; by default the cores free now (free_cpu_cores()),
+    chosen again before every round of `interleave` and `in_turns`, so that a program that starts
+    or stops during a measurement changes the thread count of the next round (follow_load()).
+
+    One thread per free core: more threads than that only make them take turns. A number fixes
+    the count until the next call."""
+    global _threads_follow_load
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"n must be a positive number of threads, got {n!r}")
+    _threads_follow_load = n is None
+    n = free_cpu_cores() if n is None else n
     torch.set_num_threads(n)
     return n
+
+
+def follow_load() -> int:
+    """When set_cpu_threads() chose the thread count from the free cores, choose it again now
+    (three quick reads of the load: about 10 ms); return the threads PyTorch runs on."""
+    if _threads_follow_load:
+        n = free_cpu_cores(samples=3, interval_s=0.005)
+        if n != torch.get_num_threads():
+            torch.set_num_threads(n)
+    return torch.get_num_threads()
 
 
 # --- measuring -------------------------------------------------------------------------------
@@ -235,6 +275,8 @@ def interleave(fns: dict[str, Callable[[], object]], rounds: int = 5, warmup: in
     """Time every function in `fns` `rounds` times, in turns: round r calls each once, forwards
     on even rounds and backwards on odd ones, so that load drifting during the run hits all of
     them alike. Each is first called `warmup` times untimed (a new shape pays one-off costs).
+    Before each round, the CPU thread count is chosen again when set_cpu_threads() chose it
+    (follow_load): every function of a round runs on the same threads.
     `timer(fn)` returns the seconds of one call (default: timed_call); `on_call(label)` runs
     after every call; with a `label`, a progress bar shows the calls done and left."""
     for name, value, least in (("rounds", rounds, 1), ("warmup", warmup, 0)):
@@ -256,12 +298,14 @@ def interleave(fns: dict[str, Callable[[], object]], rounds: int = 5, warmup: in
 
     results = {name: Sampled(name) for name in fns}
     try:
+        follow_load()
         for name, fn in fns.items():
             for _ in range(warmup):
                 fn()
                 done(name)
         order = list(fns)
         for r in range(rounds):
+            follow_load()  # a neighbour that started or stopped since the last round changes the threads
             for name in (order if r % 2 == 0 else order[::-1]):
                 results[name].samples.append(float(timer(fns[name])))
                 done(name)
@@ -358,7 +402,7 @@ class Held:
 
 
 def held_against(achieved: float, bound: float, remeasure: Callable[[], float] | None = None,
-                 tries: int = 2, what: str = "the bound") -> Held:
+                 tries: int = 2, what: str = "the reference rate") -> Held:
     """Hold a measured rate against a measured bound. A rate above its bound is impossible: the
     bound is measured again (remeasure() returns a fresh rate; the best is kept) up to `tries`
     times, and if the rate still exceeds it, no utilisation is given and the note says that the
@@ -587,7 +631,11 @@ def change(a: Sampled, b: Sampled, limit: float = NOISE_LIMIT) -> str:
 
 
 def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMIT) -> str:
-    """What a few runs with no warm-up (in order, seconds) show against warmed runs of the same step."""
+    """What a few runs with no warm-up (in order, seconds) show against warmed runs of the same step.
+
+    A one-off cost is named only when the first cold run is slower than the slowest warmed run by
+    more than the warmed runs' own spread (and more than `limit` of their median), and slower than
+    the cold runs after it: a first run within that margin shows nothing the noise does not."""
     _check_limit(limit)
     if not cold_s or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in cold_s):
         raise ValueError(f"cold_s must be one or more positive durations in seconds, got {cold_s!r}")
@@ -596,15 +644,16 @@ def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMI
     if warm.rel_spread > limit:
         return (f"-> inconclusive: the warmed runs themselves disagree by {warm.rel_spread:.0%} of their median "
                 f"({span}); the machine was busy. Re-run this cell when it is quieter.")
-    if first > warm.high and (not later or first > max(later)):
-        return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}): a one-off "
-                f"cost that the warm-up keeps out of the timings")
-    if first <= warm.high:
-        slower = [t for t in later if t > warm.high]
+    margin = max(warm.high - warm.low, limit * warm.median)
+    if first > warm.high + margin and (not later or first > max(later)):
+        return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}), more than "
+                f"their spread above the slowest: a one-off cost that the warm-up keeps out of the timings")
+    if first <= warm.high + margin:
+        slower = [t for t in later if t > warm.high + margin]
         tail = "" if not slower else f"; {len(slower)} later cold run(s) were slower, which warm-up does not explain"
-        return (f"-> no one-off cost showed here: the first cold run was within or below the {span}{tail}. "
-                f"A CPU may have little to warm up; on a GPU the first calls also pay for the CUDA context and "
-                f"compilation")
+        return (f"-> no one-off cost beyond the noise showed here: the first cold run ({first * 1e3:,.1f} ms) was "
+                f"within the {span}, or above them by less than their spread{tail}. A CPU may have little to warm "
+                f"up; on a GPU the first calls also pay for the CUDA context and compilation")
     return (f"-> inconclusive: the first cold run was above the {span}, but so was a later one: "
             f"the load changed while measuring")
 
@@ -621,58 +670,53 @@ def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return slope, my - slope * mx
 
 
-def fixed_cost_reading(xs: list[float], measured: list[Sampled], floors_s: list[float], unit: str,
-                       limit: float = NOISE_LIMIT) -> str:
-    """Lines through the medians and through the floors (seconds) against x: their slopes and where
-    they meet x = 0. A measured intercept far above the floor's is a fixed cost per call that the
-    floor does not contain. The least-squares intercept is a weighted sum of the points, so the
-    runs' min-max bands bound it; the reading holds only where the whole range allows it, and says
-    'inconclusive' when noisy runs leave it open."""
-    _check_limit(limit)
-    if not (len(xs) == len(measured) == len(floors_s)):
-        raise ValueError("xs, measured and floors_s must have one entry per point")
+def intercept_reading(xs: list[float], measured: list[Sampled], unit: str, reads_s: dict[str, float]) -> str:
+    """A line through the medians against x: its slope, where it meets x = 0 and the range the
+    runs' spreads allow for that intercept (the least-squares intercept is a weighted sum of the
+    points), set beside the seconds given in `reads_s` ({what: seconds}, e.g. the time to read
+    the weights once at a reference rate). It draws no conclusion: what the intercept holds is
+    for the reader to say."""
+    if not (len(xs) == len(measured)):
+        raise ValueError("xs and measured must have one entry per point")
     slope, intercept = line_fit(xs, [s.median for s in measured])
-    f_slope, f_intercept = line_fit(xs, floors_s)
     mx = statistics.fmean(xs)
     sxx = sum((x - mx) ** 2 for x in xs)
     weights = [1 / len(xs) - mx * (x - mx) / sxx for x in xs]  # intercept = sum(w * y)
     lowest = sum(w * (s.low if w > 0 else s.high) for w, s in zip(weights, measured))
     highest = sum(w * (s.high if w > 0 else s.low) for w, s in zip(weights, measured))
     line = (f"a line through the medians rises {slope * 1e3:,.3f} ms per {unit} and meets 0 {unit}s at "
-            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads); "
-            f"the floor's rises {f_slope * 1e3:,.3f} ms and meets 0 at {f_intercept * 1e3:,.1f} ms")
-    first = measured[0].median
-    extra, extra_low, extra_high = intercept - f_intercept, lowest - f_intercept, highest - f_intercept
-    if extra_low >= 0.5 * first:
-        return (f"{line}\n-> at least {extra_low * 1e3:,.1f} ms of every call ({extra_low / first:.0%} of the "
-                f"shortest) is a fixed cost that neither bound contains: launches, Python, choosing the token")
-    if extra_high <= 0.1 * first:
-        return f"{line}\n-> no fixed cost above the floor beyond {max(extra_high, 0) / first:.0%} of the shortest call"
-    if too_noisy(measured, limit):
-        return (f"{line}\n-> inconclusive: the runs' spreads allow a fixed cost from {max(extra_low, 0) * 1e3:,.1f} "
-                f"to {extra_high * 1e3:,.1f} ms per call")
-    if extra > 0.1 * first:
-        return (f"{line}\n-> a fixed cost of about {extra * 1e3:,.1f} ms per call sits above the floor "
-                f"({extra / first:.0%} of the shortest); the rest grows with the {unit}s")
-    return f"{line}\n-> no fixed cost above the floor beyond {max(extra, 0) / first:.0%} of the shortest call"
+            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads)")
+    beside = "; ".join(f"{what}: {seconds * 1e3:,.1f} ms" for what, seconds in reads_s.items())
+    return f"{line}\n   beside it, {beside}" if beside else line
 
 
-def growth_reading(what: str, a: Sampled, b: Sampled, floor_ratio: float, limit: float = NOISE_LIMIT) -> str:
-    """Did `what` grow from a to b as its floor predicts (floor_ratio = floor at b / floor at a)?"""
+def growth_reading(what: str, points: list, measured: list[Sampled], expected_s: list[float],
+                   model: str = "the estimate", limit: float = NOISE_LIMIT) -> str:
+    """Did `what` grow from the first point to each of the others as `model` (expected_s, seconds
+    at each point) predicts? One line per point; 'as ... predicts' for the whole sweep only when
+    every point agrees within `limit`; a point whose runs are noisy, or overlap the first's when
+    the model expects a change, is 'inconclusive'."""
     _check_limit(limit)
-    if not (math.isfinite(floor_ratio) and floor_ratio > 0):
-        raise ValueError(f"floor_ratio must be a positive number, got {floor_ratio!r}")
-    ratio = b.median / a.median
-    moved = change(a, b, limit)
-    if too_noisy([a, b], limit) or moved.startswith("inconclusive") or (overlap(a, b) and abs(floor_ratio - 1) > limit):
-        return (f"-> {what}: {ratio:.2f}x between the medians (the floor: {floor_ratio:.2f}x); inconclusive: "
-                f"the runs disagree too much to compare with the floor")
-    said = f"{what} {moved} (the floor: {floor_ratio:.2f}x)"
-    if abs(ratio / floor_ratio - 1) <= limit:
-        return f"-> {said}: as the floor predicts, within {limit:.0%}"
-    if ratio > floor_ratio:
-        return f"-> {said}: more than the floor predicts; some cost the floor leaves out grows too"
-    return f"-> {said}: less than the floor predicts; a fixed cost the floor leaves out, paid at both, dilutes the growth"
+    if not (len(points) == len(measured) == len(expected_s)) or len(points) < 2:
+        raise ValueError("points, measured and expected_s need one entry per point, two or more points")
+    if not all(isinstance(e, (int, float)) and math.isfinite(e) and e > 0 for e in expected_s):
+        raise ValueError(f"expected_s must be positive times, got {expected_s!r}")
+    first, lines, agree = measured[0], [], True
+    for point, s, e in zip(points[1:], measured[1:], expected_s[1:]):
+        ratio, wanted = s.median / first.median, e / expected_s[0]
+        moved = change(first, s, limit)
+        said = f"{point}: {ratio:.2f}x the first point (the {model.removeprefix('the ')}: {wanted:.2f}x)"
+        if too_noisy([first, s], limit) or moved.startswith("inconclusive") or (overlap(first, s) and abs(wanted - 1) > limit):
+            lines.append(f"{said}, inconclusive: the runs disagree too much")
+            agree = False
+        elif abs(ratio / wanted - 1) <= limit:
+            lines.append(f"{said}, as {model} predicts within {limit:.0%}")
+        else:
+            lines.append(f"{said}, {'more' if ratio > wanted else 'less'} than {model} predicts")
+            agree = False
+    head = (f"-> {what} grew as {model} predicts, within {limit:.0%}, at every point" if agree
+            else f"-> {what}, point by point against the first")
+    return head + "".join(f"\n   {line}" for line in lines)
 
 
 def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
@@ -681,7 +725,7 @@ def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
         return ""
     return (f"  note: {what_a} took {a.median * 1e3:,.1f} ms (median) and {what_b} {b.median * 1e3:,.1f} ms, "
             f"ranges apart: they ran at different times, each under the load it met, and each is held "
-            f"only against the bounds measured beside it.")
+            f"only against the reference rates measured beside it.")
 
 
 def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: float = NOISE_LIMIT) -> str:
@@ -697,7 +741,8 @@ def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: 
 
     fixed_s, low, high = fixed(thin.median, full.median), fixed(thin.low, full.high), fixed(thin.high, full.low)
     line = (f"fixed part: {fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full "
-            f"step); anywhere from {low * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads")
+            f"step); anywhere from {max(low, 0) * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads (a fixed "
+            f"part is never below 0)")
     if too_noisy([full, thin], limit):
         return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
                 f"machine was busy. Re-run this cell when it is quieter.")
@@ -718,3 +763,43 @@ def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: 
                 f"per-step overhead sets that part of its time, the bytes the rest")
     return (f"{line}\n-> inconclusive: the spreads allow a fixed part from {max(low, 0) / full.median:.0%} "
             f"to {high / full.median:.0%} of the step")
+
+
+def knee_reading(tokens: list[int], passes: list[Sampled], formula: float | None = None) -> tuple[float, str]:
+    """Passes of `tokens` tokens each (ascending, the first the smallest): where the line through the
+    two longest passes reaches the smallest pass's time, and what the runs allow of it. Returns
+    (the crossing in tokens, or nan where there is none to read; the lines to print). `formula`:
+    a knee to compare with (tokens), or None."""
+    if len(tokens) != len(passes) or len(tokens) < 3 or list(tokens) != sorted(set(tokens)):
+        raise ValueError(f"need three or more ascending token counts, one pass each; got {tokens!r} and {len(passes)} passes")
+    t0, ta, tb = tokens[0], tokens[-2], tokens[-1]
+    level, a, b = passes[0], passes[-2], passes[-1]
+
+    def meeting(lv: float, ya: float, yb: float) -> float:
+        slope = (yb - ya) / (tb - ta)
+        return tb - (yb - lv) / slope if slope > 0 else math.nan
+
+    ratio = f"the {tb}-token pass took {b.median / level.median:.2f}x the {t0}-token pass"
+    if b.median <= level.median:
+        return math.nan, (f"measured: {ratio}: the longest pass was not above the smallest one's time, so no knee "
+                          f"shows within {tb} tokens; the machine may have been disturbed. Re-run this cell when it "
+                          f"is quieter.")
+    knee = meeting(level.median, a.median, b.median)
+    if not math.isfinite(knee):
+        return math.nan, (f"measured: {ratio}, but the {tb}-token pass was not above the {ta}-token one, so no line "
+                          f"through them reads a knee; the machine may have been disturbed. Re-run this cell when it "
+                          f"is quieter.")
+    if knee <= t0:
+        return knee, (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time "
+                      f"at {knee:,.1f} tokens, at or below the smallest T: the time already rises from T = {t0}, and "
+                      f"the knee of this run lies below it")
+    corners = [meeting(x, y, z) for x in (level.low, level.high) for y in (a.low, a.high) for z in (b.low, b.high)]
+    if all(math.isfinite(c) for c in corners):
+        spread = f"{max(min(corners), 0):,.1f} to {max(corners):,.1f} within the runs' spreads"
+    else:
+        spread = "the runs' spreads also allow the two longest passes to be level, so no range"
+    line = (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time at "
+            f"{knee:,.1f} tokens ({spread})")
+    if formula is not None and formula > 0:
+        line += f", {knee / formula:.2f}x the formula's {formula:,.1f}"
+    return knee, line

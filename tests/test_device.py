@@ -64,7 +64,7 @@ def test_cpu_defaults():
         with pytest.raises(ValueError, match="threads"):
             dev.set_cpu_threads(0)
     finally:
-        torch.set_num_threads(before)
+        dev.set_cpu_threads(before)  # a number: fixed again, as the other tests expect
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
@@ -136,17 +136,17 @@ def test_bf16_only_where_the_gpu_computes_it_natively(monkeypatch, name, capabil
 def test_threads_follow_the_free_cores(monkeypatch):
     monkeypatch.setattr(dev, "cpu_threads", lambda: 2)
     monkeypatch.setattr(dev.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(dev, "busy_cores", lambda: 0.0)
+    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 0.0)
     assert dev.free_cpu_cores() == 2
-    monkeypatch.setattr(dev, "busy_cores", lambda: 1.0)
+    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 1.0)
     assert dev.free_cpu_cores() == 1
-    monkeypatch.setattr(dev, "busy_cores", lambda: 7.0)  # load 8 on 2 cores: still one thread
+    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 7.0)  # load 8 on 2 cores: still one thread
     assert dev.free_cpu_cores() == 1
     assert dev.busy_cores() == 7.0
     # 4 of a 64-core host's cores, 32 tasks running elsewhere on it: about 2 of ours are busy
     monkeypatch.setattr(dev, "cpu_threads", lambda: 4)
     monkeypatch.setattr(dev.os, "cpu_count", lambda: 64)
-    monkeypatch.setattr(dev, "busy_cores", lambda: 32.0)
+    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 32.0)
     assert dev.free_cpu_cores() == 2
 
 
@@ -218,3 +218,38 @@ def test_progress_rejects_a_bad_total():
     from course.progress import Progress
     with pytest.raises(ValueError, match="total"):
         Progress(-1)
+
+
+def test_threads_chosen_without_a_number_follow_the_load_every_round(monkeypatch):
+    """set_cpu_threads() re-reads the free cores before every round of interleave; a number fixes them."""
+    before = torch.get_num_threads()
+    free = iter([2, 1, 1, 2, 2, 2])
+    monkeypatch.setattr(dev, "free_cpu_cores", lambda *a, **k: next(free))
+    seen = []
+    try:
+        assert dev.set_cpu_threads() == 2
+        dev.interleave({"a": lambda: seen.append(torch.get_num_threads())}, rounds=3, warmup=1)
+        assert seen == [1, 1, 2, 2]  # warm-up and round 0 on the first re-read, rounds 1 and 2 on the next
+        dev.set_cpu_threads(2)
+        seen.clear()
+        dev.interleave({"a": lambda: seen.append(torch.get_num_threads())}, rounds=2, warmup=0)
+        assert seen == [2, 2] and next(free) == 2  # fixed: the load was not read again
+    finally:
+        dev.set_cpu_threads(before)
+
+
+def test_busy_cores_leaves_out_this_process_own_threads(monkeypatch):
+    monkeypatch.setattr(dev, "_own_running_threads", lambda: 3)
+    real_read = dev.Path.read_text
+    monkeypatch.setattr(dev.Path, "read_text",
+                        lambda self, *a, **k: "1.0 1.0 1.0 4/100 7" if str(self) == "/proc/loadavg" else real_read(self, *a, **k))
+    assert dev.busy_cores(samples=1) == 1.0  # 4 running, 3 of them ours
+    monkeypatch.undo()
+    assert dev._own_running_threads() >= 1  # at least the thread that reads
+
+
+def test_course_asks_for_sleeping_openmp_workers():
+    import os
+    import course
+    assert os.environ.get("OMP_WAIT_POLICY")  # set by the course (or by whoever ran the tests) before torch loaded
+    assert "OMP_WAIT_POLICY" in course.__doc__

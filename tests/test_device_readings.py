@@ -4,6 +4,8 @@ reading follows the numbers, and the noise rule turns overlapping or scattered r
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from course import device as dev
@@ -40,7 +42,10 @@ def test_warmup_reading_follows_the_cold_runs():
     assert "2.9x" in dev.warmup_reading([0.300, 0.104, 0.101], warm)
     # the tester's case: every cold run beat the warmed median
     said = dev.warmup_reading([0.1436, 0.1051, 0.0660], S("w", [0.170, 0.175, 0.180]))
-    assert said.startswith("-> no one-off cost") and "within or below" in said
+    assert said.startswith("-> no one-off cost") and "within the warmed runs" in said
+    # a first run just above the slowest warmed run, well within their spread: no one-off cost named
+    said = dev.warmup_reading([0.190, 0.150], S("w", [0.140, 0.160, 0.180]))
+    assert said.startswith("-> no one-off cost") and "one-off cost that" not in said
     assert "inconclusive" in dev.warmup_reading([0.3, 0.104], S("w", [0.1, 0.2, 0.11]))  # warmed runs scattered
     assert "inconclusive" in dev.warmup_reading([0.3, 0.4], warm)  # a later cold run slower still
     with pytest.raises(ValueError, match="cold_s"):
@@ -55,41 +60,39 @@ def test_line_fit_is_least_squares():
         dev.line_fit([2, 2], [1, 3])
 
 
-def test_fixed_cost_reading_names_a_large_intercept():
+def test_intercept_reading_states_the_fit_and_draws_no_conclusion():
     xs = [16, 64, 256]
-    floors = [0.035, 0.040, 0.160]
-    # the tester's numbers: about 270 ms at 16 tokens against a 35 ms floor, about 1,310 at 256
+    # the tester's numbers: about 270 ms at 16 tokens, about 1,310 at 256
     measured = [S("16", [0.26, 0.27, 0.28]), S("64", [0.45, 0.46, 0.47]), S("256", [1.30, 1.31, 1.32])]
-    said = dev.fixed_cost_reading(xs, measured, floors, "token")
-    assert "fixed cost that neither bound contains" in said and "meets 0 tokens at 191.7 ms (178.3 to 205.0" in said
-    close = [S("16", [0.036, 0.037]), S("64", [0.041, 0.042]), S("256", [0.162, 0.163])]
-    assert "no fixed cost above the floor" in dev.fixed_cost_reading(xs, close, floors, "token")
-    some = [S("16", [0.045, 0.046]), S("64", [0.050, 0.051]), S("256", [0.170, 0.171])]
-    assert "fixed cost of about" in dev.fixed_cost_reading(xs, some, floors, "token")
-    noisy = [S("16", [0.2, 0.6]), *measured[1:]]
-    assert "inconclusive: the runs' spreads allow a fixed cost from" in dev.fixed_cost_reading(xs, noisy, floors, "token")
-    # a noisy middle point (runs 35 % of their median apart) that leaves the reading intact either way
-    wide = [measured[0], S("64", [0.40, 0.46, 0.56]), measured[2]]
-    assert dev.too_noisy(wide) == [1]
-    assert "at least 136.7 ms of every call" in dev.fixed_cost_reading(xs, wide, floors, "token")
+    said = dev.intercept_reading(xs, measured, "token", {"the weights read once at the bare products' rate": 0.19})
+    assert "meets 0 tokens at 191.7 ms (178.3 to 205.0" in said
+    assert "the weights read once at the bare products' rate: 190.0 ms" in said
+    for claim in ("fixed cost", "overhead", "launch", "->"):
+        assert claim not in said
+    assert "\n" not in dev.intercept_reading(xs, measured, "token", {})
     with pytest.raises(ValueError, match="one entry per point"):
-        dev.fixed_cost_reading(xs, measured[:2], floors, "token")
+        dev.intercept_reading(xs, measured[:2], "token", {})
 
 
-def test_growth_reading_against_the_floor():
+def test_growth_reading_judges_every_point_not_the_two_ends():
     a = S("b1", [0.073, 0.074, 0.075])
-    # the tester's batch sweep: batch 1 -> 4, 73 -> 152 ms, floor flat
-    said = dev.growth_reading("the step", a, S("b4", [0.150, 0.152, 0.155]), 1.0)
-    assert "rose 2.05x" in said and "the floor: 1.00x" in said and "more than the floor predicts" in said
-    assert "as the floor predicts" in dev.growth_reading("the step", a, S("b4", [0.078, 0.080, 0.082]), 1.05)
-    assert "less than the floor" in dev.growth_reading("TTFT", a, S("b", [0.20, 0.21]), 16.0)
-    scattered = dev.growth_reading("the step", a, S("b", [0.05, 0.2, 0.1]), 1.0)
-    assert scattered == ("-> the step: 1.35x between the medians (the floor: 1.00x); inconclusive: "
-                         "the runs disagree too much to compare with the floor")
-    # overlapping, tight runs 1.42x apart: neither a change nor no change, so no comparison with the floor
-    assert "inconclusive" in dev.growth_reading("the step", S("a", [1.0, 1.25]), S("b", [1.25, 1.6, 1.62]), 1.0)
-    with pytest.raises(ValueError, match="floor_ratio"):
-        dev.growth_reading("x", a, a, 0.0)
+    # the tester's batch sweep: batch 4 took 1.56x batch 1 where the estimate said 1.00x, batch 16 about as estimated
+    said = dev.growth_reading("the step", ["batch 1", "batch 4", "batch 16"],
+                              [a, S("b4", [0.113, 0.115, 0.117]), S("b16", [0.088, 0.090, 0.092])], [1.0, 1.0, 1.2])
+    assert "at every point" not in said and "batch 4: 1.55x the first point (the estimate: 1.00x), more than" in said
+    assert "batch 16: 1.22x the first point (the estimate: 1.20x), as the estimate predicts" in said
+    ok = dev.growth_reading("the step", [1, 4], [a, S("b4", [0.078, 0.080, 0.082])], [1.0, 1.05])
+    assert ok.startswith("-> the step grew as the estimate predicts, within 30%, at every point")
+    assert "less than the estimate" in dev.growth_reading("TTFT", [16, 256], [a, S("b", [0.20, 0.21])], [1.0, 16.0])
+    scattered = dev.growth_reading("the step", [1, 4], [a, S("b", [0.05, 0.2, 0.1])], [1.0, 1.0])
+    assert "inconclusive: the runs disagree too much" in scattered and "at every point" not in scattered
+    # overlapping, tight runs 1.42x apart: neither a change nor no change, so no comparison
+    assert "inconclusive" in dev.growth_reading("the step", [1, 4], [S("a", [1.0, 1.25]), S("b", [1.25, 1.6, 1.62])],
+                                                [1.0, 1.0])
+    with pytest.raises(ValueError, match="expected_s"):
+        dev.growth_reading("x", [1, 2], [a, a], [1.0, 0.0])
+    with pytest.raises(ValueError, match="one entry per point"):
+        dev.growth_reading("x", [1], [a], [1.0])
 
 
 def test_disagreement_only_when_ranges_are_apart():
@@ -113,3 +116,51 @@ def test_fixed_part_reading_follows_the_two_steps():
     assert "narrow step was the slower" in dev.fixed_part_reading(S("f", [0.05, 0.051]), S("t", [0.06, 0.061]), 0.27)
     with pytest.raises(ValueError, match="bytes_ratio"):
         dev.fixed_part_reading(S("f", [1.0]), S("t", [1.0]), 1.5)
+
+
+KNEE_T = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+def _passes(ms):
+    return [S(f"{t}", [m * 0.95e-3, m * 1e-3, m * 1.05e-3]) for t, m in zip(KNEE_T, ms)]
+
+
+def test_knee_reading_finds_a_knee_inside_the_sweep():
+    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 100, 100, 101, 110, 150, 300]), formula=20.0)
+    # line through (64, 150) and (128, 300) meets 100 at 64 - 50 / (150 / 64) = 42.7
+    assert knee == pytest.approx(64 - 50 / (150 / 64))
+    assert "42.7 tokens" in said and "x the formula's 20.0" in said and "no knee" not in said
+
+
+def test_knee_reading_crossing_below_the_smallest_t_says_the_time_rises_from_it():
+    # the tester's run: T = 128 at 8.31x the one-token pass, the line meets its level near T = -33
+    ms = [100, 110, 130, 170, 250, 420, 623, 831]
+    knee, said = dev.knee_reading(KNEE_T, _passes(ms))
+    assert knee < 1 and "8.31x" in said
+    assert "already rises from T = 1" in said and "below it" in said
+    assert "no knee" not in said and "not above" not in said and "disturbed" not in said
+
+
+def test_knee_reading_no_knee_only_when_the_longest_pass_is_not_above_the_smallest():
+    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 99, 98, 100, 99, 97, 99]))
+    assert math.isnan(knee) and "no knee" in said and "0.99x" in said
+
+
+def test_knee_reading_last_two_not_rising_is_no_line_not_no_knee():
+    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 100, 120, 150, 200, 300, 290]))
+    assert math.isnan(knee) and "no line" in said and "no knee" not in said and "2.90x" in said
+
+
+def test_knee_reading_range_clamped_and_bad_input_named():
+    # medians 1.0, 1.15, 1.55: knee at 1.25; the spreads' steepest-down corner meets 1.0 at -1, shown as 0
+    knee, said = dev.knee_reading([1, 2, 4], [S("a", [1.0, 1.0]), S("b", [1.0, 1.3]), S("c", [1.5, 1.6])])
+    assert knee == pytest.approx(1.25) and "(0.0 to" in said
+    with pytest.raises(ValueError, match="ascending"):
+        dev.knee_reading([4, 2, 1], _passes([1, 2, 3]))
+    with pytest.raises(ValueError, match="ascending"):
+        dev.knee_reading([1, 2], _passes([1, 2]))
+
+
+def test_fixed_part_range_never_below_zero():
+    said = dev.fixed_part_reading(S("full", [0.30, 0.40, 0.50]), S("thin", [0.08, 0.10, 0.14]), 0.27)
+    assert "from -" not in said and "from 0.00 to" in said

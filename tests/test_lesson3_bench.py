@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 
+from course.device import set_cpu_threads
 from course.models import ModelConfig
 from course.toy_model import build_model
 from utils import bench
@@ -19,7 +20,7 @@ def _keep_threads():
     """bench.main sets PyTorch's thread count; leave it as the other tests found it."""
     before = torch.get_num_threads()
     yield
-    torch.set_num_threads(before)
+    set_cpu_threads(before)  # a number: fixed, not following the load
 
 
 def test_measure_reports_the_median_per_call():
@@ -116,3 +117,13 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
         assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
     for mode in figures["prefill"]["modes"].values():
         assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
+
+
+def test_neighbour_benchmark_compares_decode_with_bare_products_in_both_conditions(monkeypatch):
+    from course import models
+    monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    figures = bench.neighbour_run("tiny", context=8, rounds=2, threads=1, label="test")
+    assert set(figures["conditions"]) == {"quiet", "neighbour"}
+    for f in figures["conditions"].values():
+        assert f["share"] > 0 and f["threads"] == [1] and f["decode_ms"] > 0 and f["matvec_ms"] > 0
+    assert bench.print_neighbour(figures) in ([], ["quiet"], ["neighbour"], ["quiet", "neighbour"])

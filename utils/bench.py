@@ -3,6 +3,7 @@
     python -m utils.bench                     # the detected device and its preset
     python -m utils.bench --prompt 1024 --no-compile --device cpu
     python -m utils.bench --json figures.json # also write every figure as JSON
+    python -m utils.bench --neighbour         # CPU decode, quiet and with a neighbour busy on one core
 
 A benchmark, not a test: it prints what it measured next to the bound it is held against and
 the course's target, and exits 0 either way (--strict: exit 1 when a target is missed).
@@ -25,10 +26,13 @@ against the target. Prefill is timed eager and under torch.compile.
 
 from __future__ import annotations
 
+import course  # first: it sets the OpenMP wait policy, which libgomp reads once, when torch loads it
+
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -157,6 +161,97 @@ def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool) -> tuple[
     return run, flops
 
 
+# --- decode beside a neighbour ---------------------------------------------------------------------
+
+SPINNER = "while True: pass"  # a neighbour: one process busy on one core
+
+
+def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = 15, threads: int | None = None,
+                  label: str = "") -> dict:
+    """Decode at batch 1 and bare matrix-vector products over the same weights, in turns, first on
+    a quiet machine, then with a neighbour (a process spinning on one core) started mid-run.
+
+    Threads: set_cpu_threads(threads): by default the cores free now, chosen again before every
+    round (course.device.follow_load). Returns per condition the medians, the share of the bare
+    products' rate decode reached (the median over rounds of matvec time / decode time: a round's
+    two calls ran within tens of milliseconds of each other, under the same load), the threads
+    of each round and the load average."""
+    device = torch.device("cpu")
+    set_cpu_threads(threads)
+    model = build_model(preset, device, torch.float32)
+    cache, token, position = _decode_setup(model, context, 1)
+    step = decode_eager(model, cache, token, position)
+    matvec, matvec_bytes = matvec_probe(model)
+    weights = model.decode_weight_bytes() / matvec_bytes  # the norms' few weights are not in the products
+    figures: dict = {"label": label, "wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
+                     "threads_fixed": threads, "conditions": {}}
+    for condition in ("quiet", "neighbour"):
+        spinner = None
+        if condition == "neighbour":
+            spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
+            time.sleep(0.3)  # the neighbour starts between two measurements, as a classmate's would
+        used: list[int] = []
+        try:
+            timed = interleave({"decode": step, "matvec": matvec}, rounds=rounds, warmup=2,
+                               on_call=lambda name: used.append(torch.get_num_threads()) if name == "decode" else None)
+        finally:
+            if spinner is not None:
+                spinner.kill()
+                spinner.wait()
+        d, m = timed["decode"], timed["matvec"]
+        shares = [weights * mv / dc for mv, dc in zip(m.samples, d.samples)]
+        figures["conditions"][condition] = {
+            "decode_ms": d.median * 1e3, "decode_min_ms": d.low * 1e3, "decode_max_ms": d.high * 1e3,
+            "matvec_ms": m.median * 1e3, "matvec_min_ms": m.low * 1e3, "matvec_max_ms": m.high * 1e3,
+            "share": statistics.median(shares), "share_medians": weights * m.median / d.median,
+            "threads": sorted(set(used[2:])), "load_average": load_average()}
+    return figures
+
+
+def print_neighbour(figures: dict) -> list[str]:
+    """Print one run of neighbour_run; return the conditions below the target."""
+    fixed = figures["threads_fixed"]
+    print(f"{figures['label']}: OMP_WAIT_POLICY={figures['wait_policy']}, threads "
+          f"{'fixed at ' + str(fixed) if fixed else 'chosen from the free cores before every round'}")
+    missed = []
+    for condition, f in figures["conditions"].items():
+        verdict = "meets" if f["share"] >= CPU_DECODE_TARGET else "MISSES"
+        if f["share"] < CPU_DECODE_TARGET:
+            missed.append(condition)
+        print(f"  {condition:9s} decode {f['decode_ms']:6.1f} ms ({f['decode_min_ms']:.1f} to {f['decode_max_ms']:.1f}), "
+              f"bare products {f['matvec_ms']:6.1f} ms ({f['matvec_min_ms']:.1f} to {f['matvec_max_ms']:.1f}); "
+              f"decode at {f['share']:.0%} of their rate (median of rounds; {f['share_medians']:.0%} from the medians): "
+              f"{verdict} {CPU_DECODE_TARGET:.0%}; threads {f['threads']}; load {f['load_average']}")
+    return missed
+
+
+def neighbour_main(args) -> int:
+    """Both conditions side by side, with the course's thread choice and wait policy; with
+    --before, also a child process as lesson 3 ran before (threads chosen once at the start,
+    OpenMP workers spinning while they wait), for comparison."""
+    print(f"decode beside a neighbour, {args.preset or 'toy-cpu'}, {args.context} tokens cached, "
+          f"{args.rounds} rounds per condition; load average before {load_average()}")
+    runs = [neighbour_run(args.preset or "toy-cpu", args.context, args.rounds, args.threads,
+                          label="the course's choice" if args.threads is None else "this process")]
+    if args.before:
+        threads = 2 if args.threads is None else args.threads
+        env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
+        code = ("import json, sys; from utils.bench import neighbour_run; "
+                f"print(json.dumps(neighbour_run({args.preset or 'toy-cpu'!r}, {args.context}, {args.rounds}, "
+                f"{threads}, label='as before: threads fixed at the start, workers spinning')))")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    missed = []
+    for figures in runs:
+        missed += [f"{figures['label']}: {c}" for c in print_neighbour(figures)]
+    print(f"load average after {load_average()}")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(runs, out, indent=1)
+    course_missed = [m for m in missed if m.startswith(runs[0]["label"])]
+    return 1 if (course_missed and args.strict) else 0
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,7 +269,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="reuse the CPU figures recorded by an earlier run instead of measuring them now")
     parser.add_argument("--json", help="also write every figure to this JSON file")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--neighbour", action="store_true",
+                        help="CPU decode against bare matrix-vector products, quiet and with a process busy on one core")
+    parser.add_argument("--rounds", type=int, default=15, help="--neighbour: rounds per condition")
+    parser.add_argument("--before", action="store_true",
+                        help="--neighbour: also run as lesson 3 did before (threads fixed, OpenMP workers spinning)")
     args = parser.parse_args(argv)
+    if args.neighbour:
+        return neighbour_main(args)
     record: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": load_average()}
 
     device = torch.device(args.device) if args.device else pick_device()

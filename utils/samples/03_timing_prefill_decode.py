@@ -52,9 +52,9 @@ def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token
     integers(at_least=1, prompt_len=prompt_len, batch=batch)
     positive(n_params=n_params, weight_bytes=weight_bytes, bandwidth=bandwidth, peak_flops=peak_flops)
     non_negative(kv_bytes_per_token=kv_bytes_per_token)
-    matmuls = max(2 * n_params * batch * prompt_len / peak_flops, weight_bytes / bandwidth)
-    cache = batch * prompt_len * kv_bytes_per_token / bandwidth
-    return {"ttft_s": matmuls + cache, "tpot_s": matmuls + cache}
+    memory = (weight_bytes + batch * prompt_len * kv_bytes_per_token) / bandwidth
+    compute = 2 * n_params * batch * prompt_len / peak_flops
+    return {"ttft_s": max(compute, memory), "tpot_s": max(compute, memory)}
 ''',
     # The KV cache a decode step reads is left out of the bytes.
     "decode_mbu": '''
@@ -87,6 +87,12 @@ def generate_without_cache(model, prompt, n_out):
         sequence = torch.cat([prompt, token], dim=1)
     return torch.cat(out, dim=1)
 ''',
+    # The ridge point in FLOP/byte taken for tokens per pass: right only where a weight is 2 bytes.
+    "knee_tokens": '''
+def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
+    positive(peak_flops=peak_flops, bandwidth=bandwidth, bytes_per_weight=bytes_per_weight)
+    return peak_flops / bandwidth
+''',
     # Question 1 answered with the common misconception that Python waits for the GPU.
     "quiz_answers": '''
 q1 = "a"
@@ -94,6 +100,7 @@ q2 = "b"
 q3 = "c"
 q4 = "a"
 q5 = "b"
+q6 = "b"
 ''',
 }
 
@@ -245,6 +252,12 @@ q2 = "B"
 q3 = "c"
 q4 = "a"
 q5 = "B "
+q6 = " B"
+''',
+        "knee_tokens": '''
+def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
+    positive(peak_flops=peak_flops, bandwidth=bandwidth, bytes_per_weight=bytes_per_weight)
+    return 0.5 * bytes_per_weight * peak_flops / bandwidth
 ''',
     },
     # Plain loops everywhere: a hand-written median, a running list of generated tokens; the given
@@ -293,13 +306,17 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
 def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
     def floor(tokens):
         compute = 2 * n_params * tokens / peak_flops
-        memory = weight_bytes / bandwidth
+        memory = (weight_bytes + (kv_bytes_per_token * prompt_len) * batch) / bandwidth
         if compute > memory:
-            t = compute
-        else:
-            t = memory
-        return t + (kv_bytes_per_token * prompt_len) * batch / bandwidth
+            return compute
+        return memory
     return {"ttft_s": floor(batch * prompt_len), "tpot_s": floor(batch)}
+''',
+        "knee_tokens": '''
+def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
+    read_one_weight_s = bytes_per_weight / bandwidth
+    one_token_through_one_weight_s = 2 / peak_flops
+    return read_one_weight_s / one_token_through_one_weight_s
 ''',
     },
     # Harmless extra clock reads: a wall-clock total and a "launched at" stamp read while work is
@@ -395,18 +412,16 @@ MORE_MISTAKES = {
     # The FLOPs of one request only: a batch of B prompts computes as one.
     "batch_left_out_of_flops": ("predict_floors", '''
 def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
-    weights = weight_bytes / bandwidth
-    cache = batch * prompt_len * kv_bytes_per_token / bandwidth
-    return {"ttft_s": max(2 * n_params * prompt_len / peak_flops, weights) + cache,
-            "tpot_s": max(2 * n_params / peak_flops, weights) + cache}
+    memory = (weight_bytes + batch * prompt_len * kv_bytes_per_token) / bandwidth
+    return {"ttft_s": max(2 * n_params * prompt_len / peak_flops, memory),
+            "tpot_s": max(2 * n_params / peak_flops, memory)}
 '''),
     # One cache of T tokens, as if the batch shared it: B x T x kv_bytes_per_token read as T x kv_bytes_per_token.
     "batch_left_out_of_kv_bytes": ("predict_floors", '''
 def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
-    weights = weight_bytes / bandwidth
-    cache = prompt_len * kv_bytes_per_token / bandwidth
-    return {"ttft_s": max(2 * n_params * batch * prompt_len / peak_flops, weights) + cache,
-            "tpot_s": max(2 * n_params * batch / peak_flops, weights) + cache}
+    memory = (weight_bytes + prompt_len * kv_bytes_per_token) / bandwidth
+    return {"ttft_s": max(2 * n_params * batch * prompt_len / peak_flops, memory),
+            "tpot_s": max(2 * n_params * batch / peak_flops, memory)}
 '''),
 }
 MORE_MISTAKES = {k: (gid, v.strip("\n")) for k, (gid, v) in MORE_MISTAKES.items()}
