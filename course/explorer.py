@@ -64,9 +64,9 @@ def explorer_figure(calc: Calculator, model: str, gpu: str, batch: int, prompt_l
     ax.set_title(f"{cfg.name}, weights {weight_dtype}, KV {kv_dtype}, on {hw.name}")
     ms = 1e3
     summary = (
-        f"prefill: floor {ms * pre['time_s']:,.2f} ms (matmuls {ms * pre['matmul_s']:,.2f}, "
+        f"prefill: estimate {ms * pre['time_s']:,.2f} ms (matmuls {ms * pre['matmul_s']:,.2f}, "
         f"attention {ms * pre['attention_s']:,.2f})\n"
-        f"decode:  floor {ms * dec['time_s']:,.2f} ms per step (matmuls {ms * dec['matmul_s']:,.2f}, "
+        f"decode:  estimate {ms * dec['time_s']:,.2f} ms per step (matmuls {ms * dec['matmul_s']:,.2f}, "
         f"attention {ms * dec['attention_s']:,.2f}: {dec['attention_s'] / dec['time_s']:.0%} of the step), "
         f"at most {batch / dec['time_s']:,.0f} tokens/s\n"
         f"memory:  {hw.memory_bytes / 2 ** 30:,.0f} GiB holds {fits} sequences of {context_len} positions "

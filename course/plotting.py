@@ -141,10 +141,14 @@ def find_roofline(ax):
         found = f"{len(lines)} line{'' if len(lines) == 1 else 's'}: {shown}" if lines else "no line at all"
         return None, f"found no line drawn with a line style through two or more intensities ({found})"
     _, line = max(candidates, key=lambda c: c[0])
-    others = len(lines) - 1
+    others = [other for other in lines if other is not line]
+    points = sum(not _has_style(other) for other in others)  # markers only: the plotted points
+    styled = len(others) - points
+    besides = [f"{points} plotted as markers only (points, never read as the roofline)"] if points else []
+    besides += [f"{styled} other line{'' if styled == 1 else 's'} drawn with a line style"] if styled else []
     return line, (f"{_describe_line(line)}, the widest of {len(candidates)} line"
                   f"{'' if len(candidates) == 1 else 's'} drawn with a line style"
-                  f" ({others} other line{'' if others == 1 else 's'} on the axes)")
+                  + (f"; also on the axes: {', '.join(besides)}" if besides else ""))
 
 
 def read_roofline(ax, intensities) -> dict:

@@ -38,7 +38,8 @@ RELEASE = REPO / "release" / LESSON / "two_phases.ipynb"
 MISTAKES, VARIANTS = load_samples(LESSON)
 
 # The cells each mistake of the plausible-mistakes sample must lose, and nothing else.
-MISTAKEN_CELLS = {"request_metrics_tpot", "token_arrivals_first_last", "phase_flops", "phase_bytes", "quiz_q2"}
+MISTAKEN_CELLS = {"request_metrics_tpot", "token_arrivals_first_last", "phase_flops", "phase_bytes", "quiz_q2",
+                  "quiz_p1"}
 
 # One misconception each about a single output token; each must lose request_metrics_one_token only.
 ONE_TOKEN = {

@@ -114,7 +114,7 @@ def test_conventions_stated_and_no_words_from_elsewhere(source):
     assert "one letter in quotes" in quiz and "case and surrounding spaces are ignored" in quiz
     for phrase in ("its own module", "later module", "the references", "references predict"):
         assert phrase not in text, phrase
-    assert "about $s$ flop/byte only while" in text  # prefill's intensity, with its condition
+    assert "about $p$ flop/byte only while" in text  # prefill's intensity, with its condition
 
 
 def test_visible_checks_in_checking_and_with_the_hidden_tests_input_types(source):

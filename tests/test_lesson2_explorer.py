@@ -24,8 +24,8 @@ def fake_calculator(calls: list | None = None, broken: bool = False) -> Calculat
             raise NotImplementedError()
         return 1_000
 
-    def max_batch(memory_bytes, weight_bytes, kv_bytes_per_token, context_len):
-        calls.append(("fit", memory_bytes, weight_bytes, kv_bytes_per_token, context_len))
+    def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
+        calls.append(("fit", memory_bytes, weight_bytes, kv_per_token, context_len))
         return 8
 
     def step(kind):
@@ -58,7 +58,7 @@ def test_frame_calls_the_lessons_functions_with_catalog_figures():
         assert ("fit", 80 * 2**30, 1_000 * 0.625, 10.0, 2048) in calls
         plotted = next(c for c in calls if c[0] == "plot")
         assert plotted[1:3] == (989e12, 3.35e12) and [i for _, i in plotted[3]] == [3.0, 0.5, 4.0]
-        assert "floor 4.00 ms per step" in summary and "attention 1.00: 25% of the step" in summary
+        assert "estimate 4.00 ms per step" in summary and "attention 1.00: 25% of the step" in summary
         assert "holds 8 sequences" in summary and "(this batch fits)" in summary
     finally:
         plt.close(fig)

@@ -118,3 +118,14 @@ def test_while_autograding_the_checks_only_observe(ax, monkeypatch):
     assert [label for label, _ in seen] == ["roofline at 1 FLOP/byte (FLOP/s)", "roofline at 5000 FLOP/byte (FLOP/s)",
                                             "marker at 1 FLOP/byte (FLOP/s)"]
     assert seen[0][1] != pytest.approx(2.039e12) and seen[1][1] is None and seen[2][1] is None
+
+
+def test_the_account_names_the_plotted_points_as_points_not_lines(ax):
+    """A tester read '(2 other lines on the axes)' as two stray lines; they were the two markers."""
+    ax.plot([1.0, RIDGE, 900.0], attainable([1.0, RIDGE, 900.0]), label="roofline")
+    points(ax)
+    account = find_roofline(ax)[1]
+    assert account.endswith("; also on the axes: 2 plotted as markers only (points, never read as the roofline)")
+    ax.plot([1.0, 2.0], [1e12, 2e12], "--")
+    assert find_roofline(ax)[1].endswith("2 plotted as markers only (points, never read as the roofline), "
+                                         "1 other line drawn with a line style")

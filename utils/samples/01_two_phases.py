@@ -9,6 +9,7 @@ only (one graded cell each):
   flops_and_bytes      one FLOP per multiply-add; the decode step's bytes
                        leave out the KV cache it reads                         -> phase_flops, phase_bytes
   quiz_answers         q2: both floors move with bandwidth                     -> quiz_q2
+  prediction           p1: a compute-bound prefill taken to run near peak      -> quiz_p1
 """
 
 MISTAKES = {
@@ -49,6 +50,10 @@ def arithmetic_intensity(flops, bytes_):
 q1 = "c"
 q2 = "b"
 q3 = "d"
+''',
+    # Compute-bound taken to mean that the pass runs near peak FLOP/s.
+    "prediction": '''
+p1 = "a"
 ''',
 }
 

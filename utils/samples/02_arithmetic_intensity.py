@@ -52,8 +52,8 @@ def kv_bytes_per_token(cfg, bytes_per_elem=2.0):
     return 2 * cfg.n_layers * cfg.n_heads * cfg.head_dim * bytes_per_elem
 
 
-def max_batch(memory_bytes, weight_bytes, kv_bytes_per_token, context_len):
-    return max(0, math.floor((memory_bytes - weight_bytes) / (context_len * kv_bytes_per_token)))
+def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
+    return max(0, math.floor((memory_bytes - weight_bytes) / (context_len * kv_per_token)))
 ''',
     # The full T x T square in prefill, as a plain kernel computes it, not the causal half.
     "attention_flops": '''
@@ -89,12 +89,18 @@ def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
     ax.set_ylabel("attainable FLOP/s")
     return ax
 ''',
-    # The new prompt's first token after its prefill alone, forgetting that each chunk's step also
-    # runs the decode batch.
-    "prefill_interference": '''
-def prefill_interference(decode_s, prefill_s, chunks=1):
-    step_s = decode_s + prefill_s / chunks
-    return {"step_s": step_s, "slowdown": step_s / decode_s, "ttft_s": prefill_s}
+    # The additive model: the chunk run as its own step after the decode step, each reading the
+    # weights, which is what chunked prefill avoids.
+    "mixed_step": '''
+def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
+    alone = [step_time(s["matmul_flops"], s["weight_bytes"], s["attn_flops"], s["kv_bytes"], peak_flops_per_s,
+                       bandwidth_bytes_per_s) for s in (decode, chunk)]
+    return {key: alone[0][key] + alone[1][key] for key in ("matmul_s", "attention_s", "time_s")}
+''',
+    # The ridge in FLOP/byte taken for tokens, whatever the bytes per weight.
+    "chunk_budget": '''
+def chunk_budget(decode_batch, peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
+    return max(0, math.floor(peak_flops_per_s / bandwidth_bytes_per_s - decode_batch))
 ''',
     # q1: attention's share of the FLOPs, not of the time.
     "quiz_answers": '''
@@ -232,8 +238,8 @@ def kv_bytes_per_token(cfg, bytes_per_elem=2.0):
     return per_token
 
 
-def max_batch(memory_bytes, weight_bytes, kv_bytes_per_token, context_len):
-    per_sequence = context_len * kv_bytes_per_token
+def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
+    per_sequence = context_len * kv_per_token
     batch = 0
     step = 1 << 40
     while step:  # grow the batch by halving steps while everything still fits
@@ -263,13 +269,18 @@ def step_time(matmul_flops, weight_bytes, attn_flops, kv_bytes, peak_flops_per_s
     parts["time_s"] = parts["matmul_s"] + parts["attention_s"]
     return parts
 ''',
-    "prefill_interference": '''
-def prefill_interference(decode_s, prefill_s, chunks=1):
-    ttft_s = 0.0
-    for _ in range(int(chunks)):  # one step per chunk, each running the decode batch too
-        step_s = decode_s + prefill_s / chunks
-        ttft_s += step_s
-    return {"step_s": step_s, "slowdown": step_s / decode_s, "ttft_s": ttft_s}
+    "mixed_step": '''
+def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
+    total = {key: decode[key] + chunk[key] for key in ("matmul_flops", "attn_flops", "kv_bytes")}
+    return step_time(total["matmul_flops"], chunk["weight_bytes"], total["attn_flops"], total["kv_bytes"],
+                     peak_flops_per_s, bandwidth_bytes_per_s)
+''',
+    "chunk_budget": '''
+def chunk_budget(decode_batch, peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
+    tokens = 0  # add chunk tokens while the matmuls' FLOPs at peak still fit in the weight read
+    while 2 * (decode_batch + tokens + 1) / peak_flops_per_s <= bytes_per_weight / bandwidth_bytes_per_s:
+        tokens += 1
+    return tokens
 ''',
     "critical_batch": '''
 def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
@@ -349,8 +360,8 @@ def kv_bytes_per_token(cfg, bytes_per_elem=2.0):
     return cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * bytes_per_elem
 
 
-def max_batch(memory_bytes, weight_bytes, kv_bytes_per_token, context_len):
-    tokens = (memory_bytes - weight_bytes) // kv_bytes_per_token
+def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
+    tokens = (memory_bytes - weight_bytes) // kv_per_token
     return int(max(tokens, 0) // context_len)
 ''',
     # The approximate causal count the text allows: n^2 / 2 pairs instead of n(n+1)/2.
@@ -386,10 +397,18 @@ def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
 def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     return bytes_per_weight * ridge_point(peak_flops_per_s, bandwidth_bytes_per_s) / 2
 ''',
-    "prefill_interference": '''
-def prefill_interference(decode_s, prefill_s, chunks=1):
-    return {"step_s": decode_s + prefill_s / chunks, "slowdown": 1 + prefill_s / (chunks * decode_s),
-            "ttft_s": chunks * decode_s + prefill_s}
+    "mixed_step": '''
+def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
+    flops = decode["matmul_flops"] + chunk["matmul_flops"]
+    matmul_s = max(flops / peak_flops_per_s, decode["weight_bytes"] / bandwidth_bytes_per_s)  # one read
+    attention_s = max((decode["attn_flops"] + chunk["attn_flops"]) / peak_flops_per_s,
+                      (decode["kv_bytes"] + chunk["kv_bytes"]) / bandwidth_bytes_per_s)
+    return {"matmul_s": matmul_s, "attention_s": attention_s, "time_s": matmul_s + attention_s}
+''',
+    # Reuses critical_batch from exercise G.
+    "chunk_budget": '''
+def chunk_budget(decode_batch, peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
+    return max(0, int(critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight) - decode_batch))
 ''',
     "quiz_answers": '''
 q1 = " B"
