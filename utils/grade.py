@@ -88,6 +88,12 @@ def require_sandbox(settings: CourseSettings) -> None:
                         f"must not run with the grader's rights; to grade without the sandbox (only "
                         f"inside a container without network, secrets or the course folder) set "
                         f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
+    if settings.sandbox:
+        from utils.sandbox import limits_not_enforced
+
+        line = limits_not_enforced()
+        if line:
+            print(line, file=sys.stderr)
 
 
 # --- plan: read the files -------------------------------------------------------------------
