@@ -76,6 +76,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, CaselessStrEnum, Integer, List, Unicode
+from traitlets.config import LoggingConfigurable
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 PASS_ENV = THREAD_VARS + ("NBGRADER_EXECUTION", "CUDA_VISIBLE_DEVICES", "MPLBACKEND", "LANG", "LC_ALL", "TZ")
@@ -531,8 +532,8 @@ def rlimits_in_words(applied: list[str], memory_mb: int, processes: int, uid: in
     return words
 
 
-class SandboxKernelManager(AsyncKernelManager):
-    """An AsyncKernelManager whose kernels run under bubblewrap (see the module doc)."""
+class SandboxSettings(LoggingConfigurable):
+    """What an instructor may set, as `c.SandboxKernelManager.<name>` (see the module doc)."""
 
     enabled = Bool(True, help="Run autograding kernels in a bubblewrap sandbox. Turn off only "
                               "where grading itself runs in a container without network, secrets "
@@ -542,8 +543,8 @@ class SandboxKernelManager(AsyncKernelManager):
                                          "may create one), and data memory per process (RLIMIT_DATA) "
                                          "everywhere; 0: no limit. A lesson needs about 1 GiB.").tag(config=True)
     process_limit = Integer(256, help="Processes and threads of one kernel (a pids cgroup where the "
-                                      "grader may create one, and RLIMIT_NPROC, which Linux does not "
-                                      "enforce for root); 0: no limit. Lesson 3 peaks at 17 on 2 "
+                                      "grader may create one, and RLIMIT_NPROC for the kernel's own "
+                                      "uid, never root); 0: no limit. Lesson 3 peaks at 17 on 2 "
                                       "cores and about 205 on 64 (thread pools grow with the "
                                       "kernel's CPUs; docs/instructors.md)").tag(config=True)
     work_size_mb = Integer(512, help="Size of each of the kernel's writable file systems (its work "
@@ -563,122 +564,71 @@ class SandboxKernelManager(AsyncKernelManager):
                               "(False: per-process limits only, as where none can be made)").tag(config=True)
     extra_readonly = List(Unicode(), help="More folders the kernel may read").tag(config=True)
 
-    _rundir: str | None = None
-    _workdir: str | None = None
-    _inside_ip: str | None = None
-    _uid: int = -1
-    _cgroups: list = []
-    limits_applied: list = []
 
-    async def _async_pre_start_kernel(self, **kw):
-        if self.enabled:
-            problem = unavailable(self.bwrap)
-            if problem:
-                raise SandboxError(f"grading stopped: the autograding sandbox cannot run: {problem}. "
-                                   f"To grade without it (only inside a container without network, "
-                                   f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
-            self._workdir = os.path.realpath(kw.get("cwd") or os.getcwd())
-            if self._rundir is None:   # kept across restarts: the connection file lives there
-                self._rundir = tempfile.mkdtemp(prefix="kb-")
-                os.makedirs(os.path.join(self._rundir, "mpl"))
-                self._copy_font_cache(os.path.join(self._rundir, "mpl"))
-                # the sockets live in the sandbox's /tmp; the grader reaches them through /proc/PID/root
-                self._inside_ip = f"{KERNEL_TMP}/.kernel-{secrets.token_hex(8)}/k"
-                self._uid = kernel_uid()
-            self.transport = "ipc"
-            self.ip = self._inside_ip
-            # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
-            kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            self.connection_file = os.path.join(self._rundir, "kernel.json")
-        return await super()._async_pre_start_kernel(**kw)
+def _new_rundir() -> str:
+    """The folder of a kernel's connection file and matplotlib's font list (so that each kernel
+    does not rebuild it: seconds), bound read-only at RUN."""
+    rundir = tempfile.mkdtemp(prefix="kb-")
+    os.makedirs(os.path.join(rundir, "mpl"))
+    cache = os.environ.get("MPLCONFIGDIR") or os.path.join(os.path.expanduser("~"), ".cache", "matplotlib")
+    for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
+        shutil.copy2(path, os.path.join(rundir, "mpl"))
+    return rundir
 
-    @staticmethod
-    def _copy_font_cache(dest: str) -> None:
-        """matplotlib's font list, so that each kernel does not rebuild it (seconds)."""
-        cache = os.environ.get("MPLCONFIGDIR") or os.path.join(os.path.expanduser("~"), ".cache", "matplotlib")
-        for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
-            shutil.copy2(path, dest)
 
-    def format_kernel_cmd(self, extra_arguments=None):
-        cmd = super().format_kernel_cmd(extra_arguments)
-        if not self.enabled:
-            return cmd
-        cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
-        if self._uid >= 0:   # the kernel (its own uid) reads its connection file
-            for name in [self._rundir] + glob.glob(os.path.join(self._rundir, "**"), recursive=True):
-                os.lchown(name, self._uid, self._uid)
-        from utils.coursedir import REPO
+def kernel_env() -> dict[str, str]:
+    """The kernel's whole environment: nothing of the grader's but the variables that must match
+    the reference's run (PASS_ENV), thread pools sized to the kernel's CPUs, HOME in /tmp."""
+    env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    for var in THREAD_VARS:
+        env.setdefault(var, str(kernel_cpus()))
+    home = f"{KERNEL_TMP}/home"
+    env.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]),
+               HOME=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
+               JUPYTER_RUNTIME_DIR=f"{home}/.jupyter", JUPYTER_DATA_DIR=f"{home}/.jupyter",
+               JUPYTER_CONFIG_DIR=f"{home}/.jupyter", TMPDIR=KERNEL_TMP, PYTHONSAFEPATH="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("LANG", "C.UTF-8")
+    return env
 
-        # never bound: the checkout, nbgrader's folder, the course a utils.grade worker was copied from
-        roots = tuple(r for r in (str(REPO), os.getcwd(), self._workdir, self._rundir,
-                                  os.environ.get("COURSE_GRADING_ROOT")) if r)
-        python = python_paths(*roots) + [p for p in self.extra_readonly if os.path.isdir(p)]
-        mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
-        layout = mounts(self._workdir, self._rundir, python, work)
-        prefix = bwrap_command(layout, self._kernel_env(), self._uid, bwrap=self.bwrap)
-        launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
-                  str(self._uid), SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
-        cmd = prefix + [sys.executable, "-S", "-c", _LAUNCH, *launch, *cmd]
-        for group in self._cgroups:   # a restarted kernel gets fresh groups
-            remove_cgroup(group)
-        self._cgroups, applied = kernel_cgroups(self.process_limit, mem) if self.cgroups else ([], [])
-        if self._cgroups:   # join the groups before bwrap starts anything
-            join = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
-            cmd = ["/bin/sh", "-c", join, "sh", *map(str, self._cgroups), "--", *cmd]
-        self.limits_applied = applied + rlimits_in_words(applied, self.memory_limit_mb, self.process_limit, self._uid)
-        self.limits_applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
-                                   f"{kernel_cpus()} CPU(s) for thread pools")
-        self.log.info("sandbox limits: %s", "; ".join(self.limits_applied))
+
+def in_cgroups(cmd: list[str], groups: list[Path]) -> list[str]:
+    """`cmd`, started after its shell joined `groups` (so before bwrap starts anything)."""
+    if not groups:
         return cmd
+    join = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", join, "sh", *map(str, groups), "--", *cmd]
 
-    def _kernel_env(self) -> dict[str, str]:
-        """The kernel's whole environment: nothing of the grader's but the variables that must match
-        the reference's run (PASS_ENV), thread pools sized to the kernel's CPUs, HOME in /tmp."""
-        env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        for var in THREAD_VARS:
-            env.setdefault(var, str(kernel_cpus()))
-        home = f"{KERNEL_TMP}/home"
-        env.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]),
-                   HOME=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
-                   JUPYTER_RUNTIME_DIR=f"{home}/.jupyter", JUPYTER_DATA_DIR=f"{home}/.jupyter",
-                   JUPYTER_CONFIG_DIR=f"{home}/.jupyter", TMPDIR=KERNEL_TMP, PYTHONSAFEPATH="1",
-                   PYTHONDONTWRITEBYTECODE="1")
-        env.setdefault("LANG", "C.UTF-8")
-        return env
 
-    async def _async_launch_kernel(self, kernel_cmd, **kw):
-        if self.enabled:   # bwrap itself starts with nothing of the grader's environment
-            kw["env"] = {"PATH": "/usr/bin:/bin"}
-        await super()._async_launch_kernel(kernel_cmd, **kw)
-        if self.enabled:
-            self.ip = f"/proc/{self._sandbox_pid()}/root{self._inside_ip}"
-            process = getattr(self.provisioner, "process", None)
-            if process is not None and process.stdout is not None:
-                threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
-                                 daemon=True).start()
+def _children(pid: int, recursive: bool = False) -> list:
+    import psutil
 
-    def _sandbox_pid(self) -> int:
-        """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
-        import psutil
+    try:
+        return psutil.Process(pid).children(recursive=recursive)
+    except psutil.Error:
+        return []
 
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                children = psutil.Process(self.provisioner.pid).children()
-            except psutil.Error:
-                children = []
-            if children:
-                return children[0].pid
-            if time.monotonic() > deadline:
-                raise SandboxError("the autograding sandbox did not start (bwrap made no process)")
-            time.sleep(0.005)
 
-    # -- interrupts -------------------------------------------------------------------------------
+def sandbox_pid(bwrap_pid: int) -> int:
+    """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
+    deadline = time.monotonic() + 10
+    while not (children := _children(bwrap_pid)):
+        if time.monotonic() > deadline:
+            raise SandboxError("the autograding sandbox did not start (bwrap made no process)")
+        time.sleep(0.005)
+    return children[0].pid
+
+
+class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
+    """Interrupts and clean-up of a sandboxed kernel."""
+
+    _rundir: str | None = None
+    _cgroups: list = []
+
     async def _async_interrupt_kernel(self):
         if self.enabled and self.has_kernel and self.interrupt_with == "message":
-            msg = self.session.msg("interrupt_request", content={})
             self._connect_control_socket()
-            self.session.send(self._control_socket, msg)
+            self.session.send(self._control_socket, self.session.msg("interrupt_request", content={}))
             return
         return await super()._async_interrupt_kernel()
 
@@ -697,27 +647,83 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def kernel_pid(self) -> int | None:
         """The kernel's process (as the grader sees it): the first descendant of bwrap that is not bwrap."""
-        import psutil
+        bwrap_pid = getattr(self.provisioner, "pid", None) if self.provisioner is not None else None
+        found = [c.pid for c in _children(bwrap_pid, recursive=True) if c.name() != "bwrap"] if bwrap_pid else []
+        return found[0] if found else None
 
-        if self.provisioner is None or getattr(self.provisioner, "pid", None) is None:
-            return None
-        try:
-            for child in psutil.Process(self.provisioner.pid).children(recursive=True):
-                if child.name() != "bwrap":
-                    return child.pid
-        except psutil.Error:
-            pass
-        return None
-
-    # -- clean-up -------------------------------------------------------------------------------
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             for group in self._cgroups:
                 remove_cgroup(group)
             self._cgroups = []
-        if not restart and self._rundir:
-            shutil.rmtree(self._rundir, ignore_errors=True)
-            self._rundir = None
+            if self._rundir:
+                shutil.rmtree(self._rundir, ignore_errors=True)
+                self._rundir = None
 
     cleanup_resources = _async_cleanup_resources
+
+
+class SandboxKernelManager(_SandboxLifecycle):
+    """An AsyncKernelManager whose kernels run under bubblewrap (see the module doc)."""
+
+    _workdir: str | None = None
+    _inside_ip: str | None = None
+    _uid: int = -1
+    limits_applied: list = []
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.enabled:
+            problem = unavailable(self.bwrap)
+            if problem:
+                raise SandboxError(f"grading stopped: the autograding sandbox cannot run: {problem}. "
+                                   f"To grade without it (only inside a container without network, "
+                                   f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
+            self._workdir = os.path.realpath(kw.get("cwd") or os.getcwd())
+            if self._rundir is None:   # kept across restarts: the connection file lives there
+                self._rundir, self._uid = _new_rundir(), kernel_uid()
+                # the sockets live in the sandbox's /tmp; the grader reaches them through /proc/PID/root
+                self._inside_ip = f"{KERNEL_TMP}/.kernel-{secrets.token_hex(8)}/k"
+            self.transport, self.ip = "ipc", self._inside_ip
+            # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
+            kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.connection_file = os.path.join(self._rundir, "kernel.json")
+        return await super()._async_pre_start_kernel(**kw)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if not self.enabled:
+            return cmd
+        cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
+        if self._uid >= 0:   # the kernel (its own uid) reads its connection file
+            for name in [self._rundir] + glob.glob(os.path.join(self._rundir, "**"), recursive=True):
+                os.lchown(name, self._uid, self._uid)
+        from utils.coursedir import REPO
+
+        # never shown: the checkout, nbgrader's folder, the course a utils.grade worker was copied from
+        roots = [r for r in (str(REPO), os.getcwd(), self._workdir, self._rundir,
+                             os.environ.get("COURSE_GRADING_ROOT")) if r]
+        python = python_paths(*roots) + [p for p in self.extra_readonly if os.path.isdir(p)]
+        mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
+        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap)
+        launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
+                  str(self._uid), SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
+        for group in self._cgroups:   # a restarted kernel gets fresh groups
+            remove_cgroup(group)
+        self._cgroups, applied = kernel_cgroups(self.process_limit, mem) if self.cgroups else ([], [])
+        self.limits_applied = applied + rlimits_in_words(applied, self.memory_limit_mb, self.process_limit, self._uid)
+        self.limits_applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
+                                   f"{kernel_cpus()} CPU(s) for thread pools")
+        self.log.info("sandbox limits: %s", "; ".join(self.limits_applied))
+        return in_cgroups(prefix + [sys.executable, "-S", "-c", _LAUNCH, *launch, *cmd], self._cgroups)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if self.enabled:   # bwrap itself starts with nothing of the grader's environment
+            kw["env"] = {"PATH": "/usr/bin:/bin"}
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        if self.enabled:
+            self.ip = f"/proc/{sandbox_pid(self.provisioner.pid)}/root{self._inside_ip}"
+            process = getattr(self.provisioner, "process", None)
+            if process is not None and process.stdout is not None:
+                threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
+                                 daemon=True).start()
