@@ -576,6 +576,13 @@ def _new_rundir() -> str:
     return rundir
 
 
+def give_to(folder: str, uid: int) -> None:
+    """`folder` and all in it owned by `uid` (nothing where uid < 0: a user namespace maps it)."""
+    if uid >= 0:
+        for name in [folder] + glob.glob(os.path.join(folder, "**"), recursive=True):
+            os.lchown(name, uid, uid)
+
+
 def kernel_env() -> dict[str, str]:
     """The kernel's whole environment: nothing of the grader's but the variables that must match
     the reference's run (PASS_ENV), thread pools sized to the kernel's CPUs, HOME in /tmp."""
@@ -654,14 +661,17 @@ class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
-            for group in self._cgroups:
-                remove_cgroup(group)
-            self._cgroups = []
+            self._drop_cgroups()
             if self._rundir:
                 shutil.rmtree(self._rundir, ignore_errors=True)
                 self._rundir = None
 
     cleanup_resources = _async_cleanup_resources
+
+    def _drop_cgroups(self) -> None:
+        for group in self._cgroups:
+            remove_cgroup(group)
+        self._cgroups = []
 
 
 class SandboxKernelManager(_SandboxLifecycle):
@@ -695,9 +705,7 @@ class SandboxKernelManager(_SandboxLifecycle):
         if not self.enabled:
             return cmd
         cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
-        if self._uid >= 0:   # the kernel (its own uid) reads its connection file
-            for name in [self._rundir] + glob.glob(os.path.join(self._rundir, "**"), recursive=True):
-                os.lchown(name, self._uid, self._uid)
+        give_to(self._rundir, self._uid)   # the kernel (its own uid) reads its connection file
         from utils.coursedir import REPO
 
         # never shown: the checkout, nbgrader's folder, the course a utils.grade worker was copied from
@@ -708,8 +716,7 @@ class SandboxKernelManager(_SandboxLifecycle):
         prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap)
         launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
                   str(self._uid), SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
-        for group in self._cgroups:   # a restarted kernel gets fresh groups
-            remove_cgroup(group)
+        self._drop_cgroups()   # a restarted kernel gets fresh groups
         self._cgroups, applied = kernel_cgroups(self.process_limit, mem) if self.cgroups else ([], [])
         self.limits_applied = applied + rlimits_in_words(applied, self.memory_limit_mb, self.process_limit, self._uid)
         self.limits_applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
@@ -720,9 +727,14 @@ class SandboxKernelManager(_SandboxLifecycle):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if self.enabled:   # bwrap itself starts with nothing of the grader's environment
             kw["env"] = {"PATH": "/usr/bin:/bin"}
-        await super()._async_launch_kernel(kernel_cmd, **kw)
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            if self.enabled:
+                self.ip = f"/proc/{sandbox_pid(self.provisioner.pid)}/root{self._inside_ip}"
+        except BaseException:   # no kernel to clean up after: its cgroups must not outlive it
+            self._drop_cgroups()
+            raise
         if self.enabled:
-            self.ip = f"/proc/{sandbox_pid(self.provisioner.pid)}/root{self._inside_ip}"
             process = getattr(self.provisioner, "process", None)
             if process is not None and process.stdout is not None:
                 threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
