@@ -41,6 +41,39 @@ def _cells_by_id(nb) -> dict:
     return {nbgrader_meta(c).get("grade_id"): c for c in nb.cells if nbgrader_meta(c).get("grade_id")}
 
 
+MIME = "application/vnd.course.observation+json"
+# 25 MB of HTML in its own cell; its functions are right
+OUTPUT_FLOOD = ("from IPython.display import HTML, display\nfor i in range(400):\n"
+                "    display(HTML('<b>' + 'x' * 64000 + '</b>'))\ndef add(a, b):\n    return a + b")
+# while add_test runs: an observation nested deeper than any parser goes, and one beyond any float
+OBSERVATION_BOMB = ("from IPython.display import display\ndef add(a, b):\n"
+                    f"    display({{{MIME!r}: '{{\"label\": \"x\", \"rule\": \"exact\", \"value\": ' + '[' * 200000 + ']' * 200000 + '}}'}}, raw=True)\n"
+                    f"    display({{{MIME!r}: {{'label': 'add(1, 2)', 'rule': 'exact', 'value': 10 ** 400}}}}, raw=True)\n"
+                    "    return a + b")
+# an ungraded cell, after the graded ones ran, prints every input the kernel saw (hidden tests too)
+HIDDEN_PRINTER = "def sub(a, b):\n    return a - b\nprint('\\n'.join(In))\nprint(_ih[-2])"
+
+
+def hostile(sub) -> dict[str, object]:
+    """Submissions that attack the grader's reading of the notebook, not the kernel."""
+    subs: dict[str, object] = {"output_flood": sub(add=OUTPUT_FLOOD), "observation_bomb": sub(add=OBSERVATION_BOMB),
+                               "hidden_printer": sub(sub=HIDDEN_PRINTER)}
+    nb = json.loads(nbformat.writes(sub()))   # what nbformat reads without complaint
+    cells = {c["metadata"].get("nbgrader", {}).get("grade_id"): c for c in nb["cells"]}
+    cells["add"]["metadata"]["nbgrader"] = ["not", "a", "dict"]
+    cells["add_test"]["metadata"]["nbgrader"] = "a string"
+    cells["sub"]["metadata"]["nbgrader"]["points"] = "Infinity"
+    cells["intro"]["source"] = 42
+    nb["cells"].append({"cell_type": "code", "metadata": {"nbgrader": {"grade": True, "grade_id": {"a": 1},
+                        "points": 1e308}}, "source": "print('extra')", "outputs": [], "execution_count": None})
+    subs["metadata_not_dict"] = json.dumps(nb).encode()
+    nb = json.loads(nbformat.writes(sub()))   # what nbformat cannot read
+    nb["metadata"] = ["not", "a", "dict"]
+    nb["cells"] += [7, {"cell_type": "bogus", "source": "x"}]
+    subs["cells_not_cells"] = json.dumps(nb).encode()
+    return subs
+
+
 def _submissions(course: Path) -> dict[str, object]:
     """{student: notebook node, or raw bytes, or a callable(folder) that writes the folder}."""
     release = nbformat.read(str(course / "release" / LESSON / NB), as_version=4)
@@ -76,6 +109,8 @@ def _submissions(course: Path) -> dict[str, object]:
     test_copy = copy.deepcopy(_cells_by_id(nb)["sub_test"])
     nb.cells.insert(1, test_copy)                       # and a copied test cell, run before sub exists
     subs["duplicate_ids"] = nb
+
+    subs.update(hostile(sub))
 
     good_text = nbformat.writes(sub())
     subs["corrupt"] = good_text[: len(good_text) // 2].encode()
@@ -255,3 +290,45 @@ def test_a_failed_export_makes_the_grade_command_fail(graded):
 def test_preflight_needs_no_grading(graded):
     course, *_ = graded
     assert preflight(course, LESSON, "good_a").status == "pending"
+
+
+# --- a notebook is hostile data: every step that reads it survives it ------------------------------
+
+def test_metadata_of_any_type_costs_at_most_its_own_cells(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["metadata_not_dict"]
+    assert o.status == "graded", o.line()
+    # its `add` cell lost its role, so the restored add_test runs before it: that cell only scores 0
+    assert _cells(course, "metadata_not_dict") == {"add_test": 0, "mul_test": 3, "sub_test": 1}, o.line()
+    o = outcomes["cells_not_cells"]
+    assert o.status == "zero" and "is not a readable notebook" in o.reason and "\n" not in o.reason, o.line()
+    for student in ("good_a", "good_b"):
+        assert _cells(course, student) == {"add_test": 2, "mul_test": 3, "sub_test": 1}
+
+
+def test_a_flood_of_outputs_is_bounded_in_autograded_and_feedback(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["output_flood"]
+    assert _cells(course, "output_flood") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "output was cut" in _notes(o)
+    assert (course / "autograded" / "output_flood" / LESSON / NB).stat().st_size < 5_000_000
+    html = next((course / "feedback" / "output_flood" / LESSON).glob("*.html"))
+    assert html.stat().st_size < 1_000_000
+
+
+def test_an_unreadable_observation_fails_its_cell_only(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["observation_bomb"]
+    assert _cells(course, "observation_bomb") == {"add_test": 0, "mul_test": 3, "sub_test": 1}, o.line()
+    assert "cannot read" in o.verdicts["add_test"][1], o.verdicts
+
+
+def test_hidden_tests_printed_by_any_cell_never_reach_the_feedback(graded):
+    course, _, outcomes, _ = graded
+    assert _cells(course, "hidden_printer") == {"add_test": 2, "mul_test": 3, "sub_test": 1}
+    nb = nbformat.read(str(course / "autograded" / "hidden_printer" / LESSON / NB), as_version=4)
+    printed = json.dumps(_cells_by_id(nb)["sub"].outputs)
+    assert "HIDDEN-CHECK-ADD" in printed   # the attack worked in the kernel: the instructor sees it
+    for student in ("hidden_printer", "good_a"):
+        html = next((course / "feedback" / student / LESSON).glob("*.html")).read_text()
+        assert "HIDDEN-CHECK" not in html and "add(-5, 7)" not in html and "mul(4, 5)" not in html

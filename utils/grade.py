@@ -43,6 +43,7 @@ import nbformat
 
 from utils.coursedir import (REPO, ToolError, lessons, log_tail, nbgrader, nbgrader_meta, read_scores_url,
                              resolve_lessons, score_table, source_notebook)
+from utils.grading.well_formed import well_formed
 
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
 # sum of the per-cell limits a real lesson needs; only a grader stuck outside any cell reaches it.
@@ -91,6 +92,12 @@ def require_sandbox(settings: CourseSettings) -> None:
                         f"must not run with the grader's rights; to grade without the sandbox (only "
                         f"inside a container without network, secrets or the course folder) set "
                         f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
+    if settings.sandbox:
+        from utils.sandbox import limits_not_enforced
+
+        line = limits_not_enforced()
+        if line:
+            print(line, file=sys.stderr)
 
 
 # --- plan: read the files -------------------------------------------------------------------
@@ -178,7 +185,7 @@ def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
     if path is None:
         return out
     try:
-        nb = nbformat.read(str(path), as_version=4)
+        nb = well_formed(nbformat.read(str(path), as_version=4))   # any type in any field: typed
     except Exception as err:  # noqa: BLE001 - any unreadable file is reported the same way
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return _zero(out, f"{path.name} is not a readable notebook ({first[:160]})")
@@ -271,8 +278,18 @@ class Plan:
         return [s for s in self.students if self.outcomes[s].status != "zero"]
 
 
+def safe_preflight(root: Path, lesson: str, student: str, known) -> Outcome:
+    """preflight, where a submission that still breaks it scores 0 with a one-line reason and
+    every other submission is graded."""
+    try:
+        return preflight(root, lesson, student, known)
+    except Exception as err:  # noqa: BLE001 - the submission is hostile data
+        line = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
+        return _zero(Outcome(lesson, student), f"the submission could not be read for grading ({line})")
+
+
 def plan(root: Path, lesson: str, students: list[str], known) -> Plan:
-    return Plan(lesson, students, {s: preflight(root, lesson, s, known) for s in students},
+    return Plan(lesson, students, {s: safe_preflight(root, lesson, s, known) for s in students},
                 {s: _hash_tree(Path(root) / "submitted" / s / lesson) for s in students}, reference(root, lesson))
 
 

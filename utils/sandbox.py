@@ -6,36 +6,43 @@
 
 What the student's code sees (guaranteed wherever bubblewrap runs):
 
-  - It runs as uid 65534 in its own user, PID, network, IPC and UTS namespaces, with no
-    capabilities; its processes die with the grader and with the kernel (`--die-with-parent`, PID
-    namespace). No network: the kernel's ZeroMQ sockets are Unix sockets inside the sandbox, which
-    the grader reaches through /proc/PID/root.
-  - Of the course folder only the `course` package (at the path the Python environment's
-    editable-install finder or .pth file expects it) and the Python environment are there, both
-    read-only. /tmp, /home, /root, /srv, /var, /run, /mnt, /media and the folders holding the course
-    (the course root, the instructor tools, the grading work folders) are replaced by empty,
-    read-only folders; a .pth entry that points at a folder holding the course is not bound.
+  - Its file system is built up from nothing (`mounts`, one ordered list, each entry with its
+    reason): the system's programs and libraries (SYSTEM: /usr/bin, /usr/lib, /lib*, the loader's
+    files in /etc, time zones), the interpreter (its stdlib, executable and libpython, not the rest of
+    its prefix), the virtual environment, site-packages and .pth folders that hold no course, and of
+    the course only the `course` package (at the path the editable-install finder or .pth file
+    expects) - all read-only; a minimal /dev, /proc of its own PID namespace, a private /tmp and
+    /dev/shm. Nothing else of the machine exists there: no home or /root (beyond the
+    environment's own folders, where it lives there), /srv, /var, /opt,
+    /usr/local (the nbgrader exchange), checkout, course folder, gradebook or .grading-cache,
+    whatever path they are at.
   - Its working folder is a fresh tmpfs of `work_size_mb` at the path nbgrader gives, holding a
     copy of that folder's regular files (links, pipes, devices and files over `copy_limit_mb` are
-    left out; the real folder is bound read-only only for that copy). /tmp and /dev/shm are tmpfs
-    of the same size; HOME, IPYTHONDIR, MPLCONFIGDIR and TMPDIR are in /tmp. Nothing the kernel
-    writes reaches the grader's file system: when the kernel ends, its files are gone, and the
-    grader's folder holds only what nbgrader itself writes there. The kernel holds no open file
-    of the grader: its own stdout and stderr are a pipe, forwarded (64 KiB, each line marked) to
-    the grader's stderr.
-  - A scrubbed environment (no course paths, no credentials), PYTHONSAFEPATH (nothing in the work
-    folder shadows a module), and thread pools sized to the CPUs the grader gives the kernel
-    (OMP_NUM_THREADS and friends, unless the instructor set them).
+    left out; the real folder is bound read-only at /run/submission only for that copy). /tmp and
+    /dev/shm are tmpfs of the same size; HOME, IPYTHONDIR, MPLCONFIGDIR and TMPDIR are in /tmp.
+    Nothing the kernel writes reaches the grader's file system. The kernel holds no open file of
+    the grader: its own stdout and stderr are a pipe, forwarded (64 KiB, each line marked) to the
+    grader's stderr.
+  - Nothing of the grader's environment: bwrap itself starts with only PATH, the kernel with its own
+    (no course paths, no credentials), PYTHONSAFEPATH, and thread pools sized to the CPUs the grader
+    gives the kernel (OMP_NUM_THREADS and friends, unless the instructor set them).
+  - Its own PID, network, IPC and UTS namespaces, no capabilities, no network (the kernel's ZeroMQ
+    sockets are Unix sockets in its /tmp, reached by the grader through /proc/PID/root); its
+    processes die with the grader (`--die-with-parent`, PID namespace). Graded by an ordinary user:
+    uid 65534 in a user namespace. Graded by root: no user namespace (its uid 0 outside would exempt
+    the kernel from RLIMIT_NPROC); the launcher copies the submission, then becomes a uid of its own
+    (`kernel_uid`) outside as inside, with no_new_privs and no capability left.
 
-Limits (which applied is logged at every kernel start):
+Limits (which applied is logged at every kernel start; utils.grade says in one line before grading
+what does not hold here):
 
   - memory per kernel: a cgroup with `memory.max` (v2, swap 0) or `memory.limit_in_bytes` (v1,
     memsw equal, i.e. no swap) where the grader may create one (root, or a delegated v2 subtree).
     Shared memory, tmpfs files and memfd count against it. Always also RLIMIT_DATA per process,
-    which is all there is where no cgroup can be made (then shared mappings are NOT limited beyond
-    the tmpfs sizes);
-  - processes and threads per kernel: `pids.max` in the same cgroup (v2) or a v1 pids cgroup; else
-    RLIMIT_NPROC, which Linux does not enforce for root.
+    which is all there is where no cgroup can be made (then the kernel's total is NOT limited:
+    each process is, and the number of processes is, and shared mappings only by the tmpfs sizes);
+  - processes and threads per kernel: `pids.max` in the same cgroup (v2) or a v1 pids cgroup; and
+    always RLIMIT_NPROC, which holds as root too since the kernel never runs as uid 0.
 
 Not guaranteed: CPU time (nbgrader's cell timeout ends a cell, not a busy child process until the
 kernel ends), memory of kernels graded without a cgroup (see above), the content of files the
@@ -69,9 +76,8 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, CaselessStrEnum, Integer, List, Unicode
+from traitlets.config import LoggingConfigurable
 
-HIDDEN = ("/tmp", "/var", "/home", "/root", "/srv", "/run", "/mnt", "/media")
-SYSTEM = {"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/nix"}
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 PASS_ENV = THREAD_VARS + ("NBGRADER_EXECUTION", "CUDA_VISIBLE_DEVICES", "MPLBACKEND", "LANG", "LC_ALL", "TZ")
 OPT_OUT = "c.SandboxKernelManager.enabled = False"
@@ -80,11 +86,12 @@ RUN = "/run/kernel"              # the connection file and matplotlib's font lis
 KERNEL_TMP = "/tmp"
 
 # Runs first inside the sandbox: set the limits (children inherit them), copy the submission's
-# regular files into the work tmpfs, make HOME and the socket folder, then become the kernel.
+# regular files into the work tmpfs; as root, give them to the kernel's uid and become that uid
+# (every capability is gone after that); make HOME and the socket folder, then become the kernel.
 _LAUNCH = r"""
 import os, resource, stat, sys
-mem, nproc, copy_limit, budget = (int(a) for a in sys.argv[1:5])
-src, work, sockets, fonts = sys.argv[5:9]
+mem, nproc, copy_limit, budget, uid = (int(a) for a in sys.argv[1:6])
+src, work, sockets, fonts = sys.argv[6:10]
 if mem > 0: resource.setrlimit(resource.RLIMIT_DATA, (mem, mem))
 if nproc > 0: resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
 left = []
@@ -115,6 +122,14 @@ def copy(s, d, depth):
         except OSError as err:   # unreadable, or the work folder is full: the kernel starts anyway
             left.append(rel + ' (%s)' % err.strerror)
 copy(src, work, 0)
+if uid >= 0:
+    for d, dirs, files in os.walk(work):
+        for name in [d] + [os.path.join(d, f) for f in dirs + files]:
+            os.lchown(name, uid, uid)
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0): sys.exit('sandbox: no_new_privs refused')
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
+    if open('/proc/self/status').read().split('CapEff:')[1].split()[0].strip('0'): sys.exit('sandbox: capabilities left')
 if left: print('sandbox: not copied into the work folder: ' + ', '.join(left), file=sys.stderr, flush=True)
 for d in (os.environ['IPYTHONDIR'], os.environ['MPLCONFIGDIR'], sockets):
     os.makedirs(d, exist_ok=True)
@@ -122,7 +137,7 @@ for name in os.listdir(fonts):   # matplotlib's font list, so that it is not reb
     with open(os.path.join(fonts, name), 'rb') as f, open(os.path.join(os.environ['MPLCONFIGDIR'], name), 'wb') as g:
         g.write(f.read())
 os.chdir(work)
-os.execv(sys.argv[9], sys.argv[9:])
+os.execv(sys.argv[10], sys.argv[10:])
 """
 
 
@@ -222,6 +237,17 @@ def pids_cgroup(limit: int) -> Path | None:
     return groups[0]
 
 
+def limits_not_enforced() -> str | None:
+    """One line saying which kernel limit cannot hold here, or None (said before grading starts)."""
+    groups, applied = kernel_cgroups(1024, 64 << 20)
+    for group in groups:
+        remove_cgroup(group)
+    if any(a.startswith("memory") for a in applied):
+        return None
+    return ("sandbox: no memory cgroup can be made here, so a kernel's total memory is not limited: "
+            "each of its processes is (RLIMIT_DATA), and their number (RLIMIT_NPROC)")
+
+
 def remove_cgroup(group: Path | None) -> None:
     """Kill what is left in `group` (nothing, normally: the PID namespace ended) and remove it."""
     if group is None or not group.exists():
@@ -251,10 +277,9 @@ def unavailable(bwrap: str = "bwrap") -> str | None:
         return (f"'{bwrap}' is not installed (Debian/Ubuntu: apt-get install bubblewrap; "
                 f"Fedora: dnf install bubblewrap)")
     try:
-        proc = subprocess.run([exe, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-                               "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                               "--size", "1048576", "--tmpfs", "/tmp", "true"], capture_output=True, text=True,
-                              timeout=30)
+        proc = subprocess.run([exe, *namespaces(0 if os.geteuid() == 0 else -1), "--ro-bind", "/", "/",
+                               "--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs", "/tmp", "true"],
+                              capture_output=True, text=True, timeout=30, env={})
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"bubblewrap could not start a sandbox: {err}"
     if proc.returncode != 0:
@@ -332,12 +357,33 @@ def _holds_a_course(folder: str) -> bool:
                for name in ("course/__init__.py", "nbgrader_config.py", "source", "gradebook.db", "utils"))
 
 
+def _link_chain(path: str) -> list[str]:
+    """`path` and every link it goes through to the file (each is shown, a link as the same link)."""
+    chain = [os.path.abspath(path)]
+    while os.path.islink(chain[-1]) and len(chain) < 40:
+        chain.append(os.path.normpath(os.path.join(os.path.dirname(chain[-1]), os.readlink(chain[-1]))))
+    return chain
+
+
+def _interpreter_files() -> set[str]:
+    """The interpreter itself: its standard library, its executable and its shared library (not the
+    rest of its prefix, which may be /usr/local, holding the nbgrader exchange)."""
+    import sysconfig
+
+    found = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), *_link_chain(sys.executable)}
+    libdir, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
+    if libdir and soname and sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        found.add(os.path.join(libdir, soname))
+    if sys.prefix != sys.base_prefix:   # a virtual environment: its bin/python, pyvenv.cfg, packages
+        found.add(sys.prefix)
+    return {p for p in found if p and os.path.exists(p)}
+
+
 def python_paths(*course_roots: str) -> list[str]:
-    """Folders the kernel's Python needs (bound read-only): the prefixes, the folders the .pth files
-    add (never one holding a course root: of that only the `course` package), site-packages and the
-    `course` package."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable))}
+    """What the kernel's Python needs (bound read-only): the interpreter, site-packages, the folders
+    the .pth files add (never one holding a course root: of that only the `course` package) and the
+    `course` package. Nothing that is or holds a course root."""
+    paths = _interpreter_files()
     for site_dir in _site_dirs():
         paths.add(site_dir)
         paths.update(f for f in _pth_folders(site_dir) if not _holds_a_course(f))
@@ -345,51 +391,101 @@ def python_paths(*course_roots: str) -> list[str]:
     safe = set()
     for p in paths | {os.path.realpath(p) for p in paths}:
         real = os.path.realpath(p)
-        if os.path.isdir(p) and not any(real == r or r.startswith(real.rstrip("/") + "/") for r in roots):
+        if os.path.exists(p) and not any(real == r or r.startswith(real.rstrip("/") + "/") for r in roots):
             safe.add(p)
-    return sorted(safe | set(course_package_paths()))
+    return _outermost(safe | set(course_package_paths()))
 
 
-def hidden_folders(*course_paths: str) -> list[str]:
-    """Folders replaced by empty ones: the usual places of files that are not the system's, and the
-    top-level folder holding each of `course_paths` (the folder itself if that is a system folder)."""
-    hide = [h for h in HIDDEN if os.path.isdir(h)]
-    for path in course_paths:
-        real = os.path.realpath(path)
-        parts = Path(real).parts
-        if len(parts) < 2:
-            continue
-        top = "/" + parts[1]
-        target = real if top in SYSTEM else top
-        if target not in hide:
-            hide.append(target)
-    return hide
+def _outermost(paths) -> list[str]:
+    """`paths` less those inside another of them (already shown), sorted."""
+    kept: list[str] = []
+    for p in sorted(paths):
+        if not any(p.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(p)
+    return kept
 
 
-def bwrap_command(workdir: str, rundir: str, *, hide: list[str], ro: list[str], env: dict[str, str],
-                  work_size: int, bwrap: str = "bwrap") -> list[str]:
-    """The bwrap prefix: `hide` empty and read-only except /tmp (a tmpfs of `work_size` bytes), `ro`
-    bound read-only, `rundir` read-only at RUN, `workdir` read-only at SUBMISSION and replaced by a
-    tmpfs of `work_size` bytes, /dev/shm a tmpfs of `work_size` bytes."""
-    size = ["--size", str(work_size)]
-    hide = [h for h in hide if h != workdir]   # the work folder gets a tmpfs of its own
-    cmd = [shutil.which(bwrap) or bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
-           "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-           *size, "--tmpfs", "/dev/shm"]
-    for dev in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
-        cmd += ["--dev-bind", dev, dev]   # a GPU stays usable
-    for folder in hide:
-        cmd += (size if folder == KERNEL_TMP else []) + ["--tmpfs", folder]
-    for folder in ro:
-        cmd += ["--ro-bind", folder, folder]
-    cmd += ["--ro-bind", rundir, RUN, "--ro-bind", workdir, SUBMISSION, *size, "--tmpfs", workdir]
-    for folder in hide:
-        if folder != KERNEL_TMP:
-            cmd += ["--remount-ro", folder]
+# What of the system a kernel sees (read-only), and why. Nothing else of the machine is there: no
+# home, /srv, /var, /opt, /usr/local (the nbgrader exchange), course folder or gradebook.
+SYSTEM = (
+    ("/usr/bin", "programs a kernel may start (sh, sleep) and the interpreter's links"),
+    ("/bin", "the same on systems without merged /usr"),
+    ("/usr/lib", "shared libraries the interpreter and the wheels link (libc, libstdc++, libgomp)"),
+    ("/usr/lib64", "the same, 64-bit layouts"),
+    ("/usr/lib32", "the same, multilib layouts"),
+    ("/lib", "shared libraries, systems without merged /usr"),
+    ("/lib64", "the dynamic loader"),
+    ("/lib32", "multilib layouts"),
+    ("/etc/ld.so.cache", "where the loader finds shared libraries"),
+    ("/etc/ld.so.conf", "the same"),
+    ("/etc/ld.so.conf.d", "the same"),
+    ("/etc/alternatives", "Debian's links behind some programs"),
+    ("/etc/localtime", "the time zone"),
+    ("/usr/share/zoneinfo", "time zones"),
+)
+
+
+def _show(path: str, reason: str, dest: str | None = None) -> tuple[list[str], str]:
+    """A read-only bind of `path` (at `dest`), or the same link where `path` is a link."""
+    dest = dest or path
+    if dest == path and os.path.islink(path):
+        return ["--symlink", os.readlink(path), path], reason
+    return ["--ro-bind", path, dest], reason
+
+
+def mounts(workdir: str, rundir: str, python: list[str], work_size: int) -> list[tuple[list[str], str]]:
+    """The kernel's file system, built up from nothing in this order (bwrap args, reason)."""
+    tmpfs = ["--size", str(work_size), "--perms", "01777", "--tmpfs"]
+    gpus = sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
+    return [
+        (["--dev", "/dev"], "a minimal /dev (null, zero, random, tty), no disk or host device"),
+        (["--proc", "/proc"], "/proc of its own PID namespace: only its own processes"),
+        (tmpfs + ["/tmp"], "a private /tmp (HOME, the kernel's sockets), size-limited"),
+        (tmpfs + ["/dev/shm"], "shared memory, size-limited"),
+        *[(["--dev-bind", d, d], "a GPU stays usable") for d in gpus],
+        *([_show("/sys", "the GPU driver's device information")] if gpus else []),
+        *[_show(p, why) for p, why in SYSTEM if os.path.lexists(p)],
+        *[_show(p, "the Python environment, and the course package alone") for p in python],
+        (["--ro-bind", rundir, RUN], "the connection file and matplotlib's font list"),
+        (["--ro-bind", workdir, SUBMISSION], "the submission, read once to copy it into the work folder"),
+        (tmpfs + [workdir], "the work folder at the path nbgrader gives: a tmpfs the grader never reads"),
+    ]
+
+
+def namespaces(uid: int) -> list[str]:
+    """bwrap's namespace options. As an ordinary user: a user namespace mapping the kernel's uid
+    65534 to the grader's (RLIMIT_NPROC counts the grader's processes). As root: no user namespace
+    (inside one, the kernel would still be root outside, which RLIMIT_NPROC exempts); the launcher
+    becomes `uid` outside too, with only what it needs to copy the submission and change user."""
+    common = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+              "--die-with-parent", "--new-session"]
+    if uid < 0:
+        return ["--unshare-user", "--uid", "65534", "--gid", "65534", *common]
+    caps = ["--cap-drop", "ALL"] + [a for c in ("SETUID", "SETGID", "CHOWN", "DAC_READ_SEARCH")
+                                    for a in ("--cap-add", f"CAP_{c}")]
+    return common + caps
+
+
+def bwrap_command(layout: list[tuple[list[str], str]], env: dict[str, str], uid: int = -1,
+                  bwrap: str = "bwrap") -> list[str]:
+    """The bwrap prefix: `namespaces(uid)`, the mounts of `layout`, a clean environment `env`."""
+    cmd = [shutil.which(bwrap) or bwrap, *namespaces(uid)]
+    links = {args[-1] for args, _ in layout if args[0] == "--symlink"}
+    parents = sorted({str(a) for args, _ in layout for a in Path(args[-1]).parents if str(a) != "/"} - links)
+    for folder in parents:   # bwrap would make them 0700: the kernel's uid could not pass
+        cmd += ["--perms", "0755", "--dir", folder]
+    for args, _reason in layout:
+        cmd += args
     cmd += ["--chdir", "/", "--clearenv"]
     for key, value in sorted(env.items()):
         cmd += ["--setenv", key, value]
     return cmd + ["--"]
+
+
+def kernel_uid() -> int:
+    """The uid (outside the sandbox too) of a kernel graded by root: one of its own, so that
+    RLIMIT_NPROC counts that kernel's processes only; -1 (a user namespace) for other graders."""
+    return 0x100000 + secrets.randbelow(0x10000) if os.geteuid() == 0 else -1
 
 
 def kernel_cpus() -> int:
@@ -421,8 +517,23 @@ def _forward(pipe, limit: int) -> None:
                 limit -= len(chunk)
 
 
-class SandboxKernelManager(AsyncKernelManager):
-    """An AsyncKernelManager whose kernels run under bubblewrap (see the module doc)."""
+def rlimits_in_words(applied: list[str], memory_mb: int, processes: int, uid: int) -> list[str]:
+    """The per-process limits a kernel gets besides its cgroups (`applied`), in words, saying what
+    they do not cover."""
+    words = []
+    if memory_mb and not any(a.startswith("memory") for a in applied):
+        words.append(f"RLIMIT_DATA {memory_mb} MiB per process only (no memory cgroup could be made: "
+                     f"the kernel's total is not limited, shared memory only by the tmpfs sizes)")
+    elif memory_mb:
+        words.append(f"RLIMIT_DATA {memory_mb} MiB per process")
+    if processes and not any(a.startswith("pids") for a in applied):
+        who = f"the kernel's own uid {uid}" if uid >= 0 else "the grader's uid"
+        words.append(f"RLIMIT_NPROC {processes} (no pids cgroup could be made; counted for {who})")
+    return words
+
+
+class SandboxSettings(LoggingConfigurable):
+    """What an instructor may set, as `c.SandboxKernelManager.<name>` (see the module doc)."""
 
     enabled = Bool(True, help="Run autograding kernels in a bubblewrap sandbox. Turn off only "
                               "where grading itself runs in a container without network, secrets "
@@ -432,8 +543,8 @@ class SandboxKernelManager(AsyncKernelManager):
                                          "may create one), and data memory per process (RLIMIT_DATA) "
                                          "everywhere; 0: no limit. A lesson needs about 1 GiB.").tag(config=True)
     process_limit = Integer(256, help="Processes and threads of one kernel (a pids cgroup where the "
-                                      "grader may create one, and RLIMIT_NPROC, which Linux does not "
-                                      "enforce for root); 0: no limit. Lesson 3 peaks at 17 on 2 "
+                                      "grader may create one, and RLIMIT_NPROC for the kernel's own "
+                                      "uid, never root); 0: no limit. Lesson 3 peaks at 17 on 2 "
                                       "cores and about 205 on 64 (thread pools grow with the "
                                       "kernel's CPUs; docs/instructors.md)").tag(config=True)
     work_size_mb = Integer(512, help="Size of each of the kernel's writable file systems (its work "
@@ -449,123 +560,82 @@ class SandboxKernelManager(AsyncKernelManager):
                                           "the kernel process inside the sandbox, or an "
                                           "interrupt_request on its control channel").tag(config=True)
     bwrap = Unicode("bwrap", help="The bubblewrap executable").tag(config=True)
+    cgroups = Bool(True, help="Limit each kernel with cgroups where the grader may create them "
+                              "(False: per-process limits only, as where none can be made)").tag(config=True)
     extra_readonly = List(Unicode(), help="More folders the kernel may read").tag(config=True)
 
-    _rundir: str | None = None
-    _workdir: str | None = None
-    _inside_ip: str | None = None
-    _cgroups: list = []
-    limits_applied: list = []
 
-    async def _async_pre_start_kernel(self, **kw):
-        if self.enabled:
-            problem = unavailable(self.bwrap)
-            if problem:
-                raise SandboxError(f"grading stopped: the autograding sandbox cannot run: {problem}. "
-                                   f"To grade without it (only inside a container without network, "
-                                   f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
-            self._workdir = os.path.realpath(kw.get("cwd") or os.getcwd())
-            if self._rundir is None:   # kept across restarts: the connection file lives there
-                self._rundir = tempfile.mkdtemp(prefix="kb-")
-                os.makedirs(os.path.join(self._rundir, "mpl"))
-                self._copy_font_cache(os.path.join(self._rundir, "mpl"))
-                # the sockets live in the sandbox's /tmp; the grader reaches them through /proc/PID/root
-                self._inside_ip = f"{KERNEL_TMP}/.kernel-{secrets.token_hex(8)}/k"
-            self.transport = "ipc"
-            self.ip = self._inside_ip
-            # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
-            kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            self.connection_file = os.path.join(self._rundir, "kernel.json")
-        return await super()._async_pre_start_kernel(**kw)
+def _new_rundir() -> str:
+    """The folder of a kernel's connection file and matplotlib's font list (so that each kernel
+    does not rebuild it: seconds), bound read-only at RUN."""
+    rundir = tempfile.mkdtemp(prefix="kb-")
+    os.makedirs(os.path.join(rundir, "mpl"))
+    cache = os.environ.get("MPLCONFIGDIR") or os.path.join(os.path.expanduser("~"), ".cache", "matplotlib")
+    for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
+        shutil.copy2(path, os.path.join(rundir, "mpl"))
+    return rundir
 
-    @staticmethod
-    def _copy_font_cache(dest: str) -> None:
-        """matplotlib's font list, so that each kernel does not rebuild it (seconds)."""
-        cache = os.environ.get("MPLCONFIGDIR") or os.path.join(os.path.expanduser("~"), ".cache", "matplotlib")
-        for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
-            shutil.copy2(path, dest)
 
-    def format_kernel_cmd(self, extra_arguments=None):
-        cmd = super().format_kernel_cmd(extra_arguments)
-        if not self.enabled:
-            return cmd
-        cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
-        cpus = str(kernel_cpus())
-        env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-        for var in THREAD_VARS:
-            env.setdefault(var, cpus)
-        home = f"{KERNEL_TMP}/home"
-        env.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
-                   HOME=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
-                   JUPYTER_RUNTIME_DIR=f"{home}/.jupyter", JUPYTER_DATA_DIR=f"{home}/.jupyter",
-                   JUPYTER_CONFIG_DIR=f"{home}/.jupyter", TMPDIR=KERNEL_TMP, PYTHONSAFEPATH="1",
-                   PYTHONDONTWRITEBYTECODE="1")
-        env.setdefault("LANG", "C.UTF-8")
-        from utils.coursedir import REPO
+def give_to(folder: str, uid: int) -> None:
+    """`folder` and all in it owned by `uid` (nothing where uid < 0: a user namespace maps it)."""
+    if uid >= 0:
+        for name in [folder] + glob.glob(os.path.join(folder, "**"), recursive=True):
+            os.lchown(name, uid, uid)
 
-        # the checkout, nbgrader's folder, and the course a utils.grade worker was copied from
-        roots = tuple(r for r in (str(REPO), os.getcwd(), self._workdir, self._rundir,
-                                  os.environ.get("COURSE_GRADING_ROOT")) if r)
-        hide = hidden_folders(*roots)
-        ro = python_paths(str(REPO), os.getcwd()) + [p for p in self.extra_readonly if os.path.isdir(p)]
-        mem = self.memory_limit_mb << 20
-        work = self.work_size_mb << 20
-        prefix = bwrap_command(self._workdir, self._rundir, hide=hide, ro=ro, env=env, work_size=work,
-                               bwrap=self.bwrap)
-        launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
-                  SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
-        cmd = prefix + [sys.executable, "-S", "-c", _LAUNCH, *launch, *cmd]
-        for group in self._cgroups:   # a restarted kernel gets fresh groups
-            remove_cgroup(group)
-        self._cgroups, applied = kernel_cgroups(self.process_limit, mem)
-        if self._cgroups:   # join the groups before bwrap starts anything
-            join = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
-            cmd = ["/bin/sh", "-c", join, "sh", *map(str, self._cgroups), "--", *cmd]
-        if mem and not any(a.startswith("memory") for a in applied):
-            applied.append(f"RLIMIT_DATA {self.memory_limit_mb} MiB per process only (no memory cgroup "
-                           f"could be made: shared memory is limited only by the tmpfs sizes)")
-        elif mem:
-            applied.append(f"RLIMIT_DATA {self.memory_limit_mb} MiB per process")
-        if self.process_limit and not any(a.startswith("pids") for a in applied):
-            applied.append(f"RLIMIT_NPROC {self.process_limit} (no pids cgroup could be made"
-                           f"{'; not enforced for root' if os.geteuid() == 0 else ''})")
-        applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
-                       f"{cpus} CPU(s) for thread pools")
-        self.limits_applied = applied
-        self.log.info("sandbox limits: %s", "; ".join(applied))
+
+def kernel_env() -> dict[str, str]:
+    """The kernel's whole environment: nothing of the grader's but the variables that must match
+    the reference's run (PASS_ENV), thread pools sized to the kernel's CPUs, HOME in /tmp."""
+    env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+    for var in THREAD_VARS:
+        env.setdefault(var, str(kernel_cpus()))
+    home = f"{KERNEL_TMP}/home"
+    env.update(PATH=os.pathsep.join([os.path.dirname(sys.executable), "/usr/bin", "/bin"]),
+               HOME=home, IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
+               JUPYTER_RUNTIME_DIR=f"{home}/.jupyter", JUPYTER_DATA_DIR=f"{home}/.jupyter",
+               JUPYTER_CONFIG_DIR=f"{home}/.jupyter", TMPDIR=KERNEL_TMP, PYTHONSAFEPATH="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def in_cgroups(cmd: list[str], groups: list[Path]) -> list[str]:
+    """`cmd`, started after its shell joined `groups` (so before bwrap starts anything)."""
+    if not groups:
         return cmd
+    join = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 1; shift; done; shift; exec "$@"'
+    return ["/bin/sh", "-c", join, "sh", *map(str, groups), "--", *cmd]
 
-    async def _async_launch_kernel(self, kernel_cmd, **kw):
-        await super()._async_launch_kernel(kernel_cmd, **kw)
-        if self.enabled:
-            self.ip = f"/proc/{self._sandbox_pid()}/root{self._inside_ip}"
-            process = getattr(self.provisioner, "process", None)
-            if process is not None and process.stdout is not None:
-                threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
-                                 daemon=True).start()
 
-    def _sandbox_pid(self) -> int:
-        """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
-        import psutil
+def _children(pid: int, recursive: bool = False) -> list:
+    import psutil
 
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                children = psutil.Process(self.provisioner.pid).children()
-            except psutil.Error:
-                children = []
-            if children:
-                return children[0].pid
-            if time.monotonic() > deadline:
-                raise SandboxError("the autograding sandbox did not start (bwrap made no process)")
-            time.sleep(0.005)
+    try:
+        return psutil.Process(pid).children(recursive=recursive)
+    except psutil.Error:
+        return []
 
-    # -- interrupts -------------------------------------------------------------------------------
+
+def sandbox_pid(bwrap_pid: int) -> int:
+    """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
+    deadline = time.monotonic() + 10
+    while not (children := _children(bwrap_pid)):
+        if time.monotonic() > deadline:
+            raise SandboxError("the autograding sandbox did not start (bwrap made no process)")
+        time.sleep(0.005)
+    return children[0].pid
+
+
+class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
+    """Interrupts and clean-up of a sandboxed kernel."""
+
+    _rundir: str | None = None
+    _cgroups: list = []
+
     async def _async_interrupt_kernel(self):
         if self.enabled and self.has_kernel and self.interrupt_with == "message":
-            msg = self.session.msg("interrupt_request", content={})
             self._connect_control_socket()
-            self.session.send(self._control_socket, msg)
+            self.session.send(self._control_socket, self.session.msg("interrupt_request", content={}))
             return
         return await super()._async_interrupt_kernel()
 
@@ -584,27 +654,88 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def kernel_pid(self) -> int | None:
         """The kernel's process (as the grader sees it): the first descendant of bwrap that is not bwrap."""
-        import psutil
+        bwrap_pid = getattr(self.provisioner, "pid", None) if self.provisioner is not None else None
+        found = [c.pid for c in _children(bwrap_pid, recursive=True) if c.name() != "bwrap"] if bwrap_pid else []
+        return found[0] if found else None
 
-        if self.provisioner is None or getattr(self.provisioner, "pid", None) is None:
-            return None
-        try:
-            for child in psutil.Process(self.provisioner.pid).children(recursive=True):
-                if child.name() != "bwrap":
-                    return child.pid
-        except psutil.Error:
-            pass
-        return None
-
-    # -- clean-up -------------------------------------------------------------------------------
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
-            for group in self._cgroups:
-                remove_cgroup(group)
-            self._cgroups = []
-        if not restart and self._rundir:
-            shutil.rmtree(self._rundir, ignore_errors=True)
-            self._rundir = None
+            self._drop_cgroups()
+            if self._rundir:
+                shutil.rmtree(self._rundir, ignore_errors=True)
+                self._rundir = None
 
     cleanup_resources = _async_cleanup_resources
+
+    def _drop_cgroups(self) -> None:
+        for group in self._cgroups:
+            remove_cgroup(group)
+        self._cgroups = []
+
+
+class SandboxKernelManager(_SandboxLifecycle):
+    """An AsyncKernelManager whose kernels run under bubblewrap (see the module doc)."""
+
+    _workdir: str | None = None
+    _inside_ip: str | None = None
+    _uid: int = -1
+    limits_applied: list = []
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.enabled:
+            problem = unavailable(self.bwrap)
+            if problem:
+                raise SandboxError(f"grading stopped: the autograding sandbox cannot run: {problem}. "
+                                   f"To grade without it (only inside a container without network, "
+                                   f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
+            self._workdir = os.path.realpath(kw.get("cwd") or os.getcwd())
+            if self._rundir is None:   # kept across restarts: the connection file lives there
+                self._rundir, self._uid = _new_rundir(), kernel_uid()
+                # the sockets live in the sandbox's /tmp; the grader reaches them through /proc/PID/root
+                self._inside_ip = f"{KERNEL_TMP}/.kernel-{secrets.token_hex(8)}/k"
+            self.transport, self.ip = "ipc", self._inside_ip
+            # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
+            kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            self.connection_file = os.path.join(self._rundir, "kernel.json")
+        return await super()._async_pre_start_kernel(**kw)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if not self.enabled:
+            return cmd
+        cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
+        give_to(self._rundir, self._uid)   # the kernel (its own uid) reads its connection file
+        from utils.coursedir import REPO
+
+        # never shown: the checkout, nbgrader's folder, the course a utils.grade worker was copied from
+        roots = [r for r in (str(REPO), os.getcwd(), self._workdir, self._rundir,
+                             os.environ.get("COURSE_GRADING_ROOT")) if r]
+        python = python_paths(*roots) + [p for p in self.extra_readonly if os.path.isdir(p)]
+        mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
+        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap)
+        launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
+                  str(self._uid), SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
+        self._drop_cgroups()   # a restarted kernel gets fresh groups
+        self._cgroups, applied = kernel_cgroups(self.process_limit, mem) if self.cgroups else ([], [])
+        self.limits_applied = applied + rlimits_in_words(applied, self.memory_limit_mb, self.process_limit, self._uid)
+        self.limits_applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
+                                   f"{kernel_cpus()} CPU(s) for thread pools")
+        self.log.info("sandbox limits: %s", "; ".join(self.limits_applied))
+        return in_cgroups(prefix + [sys.executable, "-S", "-c", _LAUNCH, *launch, *cmd], self._cgroups)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if self.enabled:   # bwrap itself starts with nothing of the grader's environment
+            kw["env"] = {"PATH": "/usr/bin:/bin"}
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            if self.enabled:
+                self.ip = f"/proc/{sandbox_pid(self.provisioner.pid)}/root{self._inside_ip}"
+        except BaseException:   # no kernel to clean up after: its cgroups must not outlive it
+            self._drop_cgroups()
+            raise
+        if self.enabled:
+            process = getattr(self.provisioner, "process", None)
+            if process is not None and process.stdout is not None:
+                threading.Thread(target=_forward, args=(process.stdout, self.output_limit_kb << 10),
+                                 daemon=True).start()

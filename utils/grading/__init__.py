@@ -4,15 +4,19 @@ nbgrader_config.py calls `install(c)`, so `utils.grade`, plain `nbgrader autogra
 the demo and the formgrader all grade through the same steps (one file each, as nbgrader's own
 preprocessors):
 
-  sanitize   SafeOverwriteCells (overwrite.py)  nbgrader's OverwriteCells that survives copied or
+  sanitize   WellFormed (well_formed.py)       every cell rebuilt from well-typed parts: a
+                                                notebook is hostile data, any type anywhere
+             SafeOverwriteCells (overwrite.py)  nbgrader's OverwriteCells that survives copied or
                                                 unknown cells and restores edited cell roles
   autograde  ReferenceObservations (reference.py)  the reference solution's observations
              SafeExecute (execute.py)          each kernel in the bubblewrap sandbox; a dead or
                                                 hung kernel costs only its cell
              Verdicts (verdicts.py)            judge each graded test cell against the reference
                                                 and replace its outputs by one verdict line
-             LimitOutputSize (limit_output.py) cap what the other cells printed
-  feedback   HideHiddenTests (hide_hidden.py)  hidden tests cut from the feedback's source
+             LimitOutputSize (limit_output.py) cap what the other cells printed, per cell and
+                                                per notebook
+  feedback   HideHiddenTests (hide_hidden.py)  hidden tests cut from the feedback's source, and
+                                                the outputs of ungraded cells left out
 
 observations.py holds the judging itself (collect, judge), base.py the notes each step leaves in
 the graded notebook for `utils.grade`'s report.
@@ -33,11 +37,12 @@ def install(c) -> None:
     from utils.grading.overwrite import SafeOverwriteCells
     from utils.grading.reference import ReferenceObservations
     from utils.grading.verdicts import Verdicts
+    from utils.grading.well_formed import WellFormed
 
     replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts], LimitOutput: [LimitOutputSize]}
     c.Autograde.autograde_preprocessors = [
         step for pp in Autograde.class_traits()["autograde_preprocessors"].default() for step in replace.get(pp, [pp])]
-    c.Autograde.sanitize_preprocessors = [
+    c.Autograde.sanitize_preprocessors = [WellFormed] + [
         SafeOverwriteCells if pp is OverwriteCells else pp
         for pp in Autograde.class_traits()["sanitize_preprocessors"].default()]
     feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())

@@ -8,15 +8,23 @@ from __future__ import annotations
 NOTES_KEY = "course_grading"
 
 
+def _meta(cell) -> dict:
+    """The cell's nbgrader metadata, {} where it (or the cell's metadata) is not a dict."""
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    meta = meta.get("nbgrader") if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
 def grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    gid = _meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
 
 
 def is_test_cell(cell) -> bool:
     """A graded test cell: graded, not a solution, code, with a grade id."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution") \
-        and bool(meta.get("grade_id"))
+    meta = _meta(cell)
+    return cell.get("cell_type") == "code" and meta.get("grade") is True and not meta.get("solution") \
+        and bool(grade_id(cell))
 
 
 def reset_notes(nb) -> None:

@@ -34,11 +34,11 @@ def _as_observation(data: Any) -> Observation | None:
             return None
         try:
             data = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):   # RecursionError: nested deeper than the parser goes
             return None
     try:
         data = json.loads(json.dumps(data))   # NotebookNode and friends to plain JSON
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("label"), str) or data.get("rule") not in RULES:
         return None
@@ -65,13 +65,27 @@ def collect(outputs: list) -> list[Observation]:
     return found
 
 
+def unreadable(outputs: list) -> int:
+    """How many observation payloads among a cell's outputs are not well-formed observations
+    (malformed, over MAX_PAYLOAD, nested deeper than JSON parsing goes, numbers beyond range)."""
+    count = 0
+    for out in outputs or []:
+        data = out.get("data", {}) if out.get("output_type") == "display_data" else {}
+        if isinstance(data, dict) and MIME in data and _as_observation(data[MIME]) is None:
+            count += 1
+    return count
+
+
 # -- comparing ---------------------------------------------------------------------------------
 
 def _float(v: Any) -> float | None:
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:   # an int beyond any float: no number the reference can match
+            return None
     if isinstance(v, dict) and set(v) == {"float"} and v["float"] in ("nan", "inf", "-inf"):
         return float(v["float"])
     return None

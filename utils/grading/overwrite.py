@@ -1,7 +1,9 @@
 """SafeOverwriteCells: nbgrader's OverwriteCells that restores each cell's role (solution, graded,
 points) from the gradebook and does not lose a submission holding a copied cell or an unknown
 grade id (nbgrader's add_missing_cells failed on them with KeyError 'grade_id'): such cells become
-plain cells that run and grade nothing. As the first course step, it empties the grading notes a
+plain cells that run and grade nothing. A deleted test cell comes back after the nearest earlier
+cell of the source that the submission still has (nbgrader's own step failed with KeyError when
+the cell just before it was deleted too, or was not a solution or graded cell). As the first course step, it empties the grading notes a
 submission may carry in its metadata (base.py).
 """
 
@@ -68,3 +70,20 @@ class SafeOverwriteCells(OverwriteCells):
         meta = cell.get("metadata", {})
         if "nbgrader" in meta and not meta["nbgrader"].get("grade_id"):
             del meta["nbgrader"]
+
+    def add_missing_grade_cells(self, nb, resources):
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        source = {c.name: c for c in source_nb.source_cells}
+        order = list(source)
+        graded = {c.name: c for c in source_nb.grade_cells}
+        solutions = {c.name for c in source_nb.solution_cells}
+        for gid in order:
+            present = {c.metadata["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
+                       if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")}
+            if gid not in graded or gid in present:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", gid)
+            earlier = [present[e] for e in order[:order.index(gid)] if e in present]
+            nb.cells.insert(earlier[-1] + 1 if earlier else 0, self.missing_cell_transform(
+                source[gid], graded[gid].max_score, is_solution=gid in solutions))
+        return nb, resources

@@ -14,7 +14,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from utils.grading.base import grade_id, is_test_cell
-from utils.grading.observations import Verdict, collect, judge, visible_labels
+from utils.grading.observations import Verdict, collect, judge, unreadable, visible_labels
 from utils.grading.reference import RESOURCE_KEY
 
 MAX_LINE = 300
@@ -52,6 +52,10 @@ def judge_cell(cell, reference) -> tuple[Verdict, str]:
         return Verdict(False, error[1] or "(no message)"), error[0]
     if reference is None or gid not in reference.observations:
         return Verdict(False, f"the reference solution has no graded cell '{gid}'; ask the instructor"), "CheckFailed"
+    bad = unreadable(cell.get("outputs", []))
+    if bad:
+        return Verdict(False, f"{bad} of the cell's checks reported a value the grader cannot read (malformed, "
+                              f"too large or nested too deep): the test cell did not run as written"), "CheckFailed"
     shown = visible_labels(reference.sources[gid])
     return judge(reference.observations[gid], collect(cell.get("outputs", [])), shown), "CheckFailed"
 
@@ -62,7 +66,11 @@ class Verdicts(NbGraderPreprocessor):
         reference = resources.get(RESOURCE_KEY)
         for cell in nb.cells:
             if is_test_cell(cell):
-                verdict, ename = judge_cell(cell, reference)
+                try:
+                    verdict, ename = judge_cell(cell, reference)
+                except Exception as err:  # noqa: BLE001 - any value a kernel sent: the cell fails
+                    verdict, ename = Verdict(False, f"the cell's results could not be read ({type(err).__name__}): "
+                                                    f"the test cell did not run as written"), "CheckFailed"
                 cell.outputs = verdict_outputs(verdict, ename)
         return nb, resources
 
