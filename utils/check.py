@@ -37,6 +37,7 @@ class LessonCheck:
     scores: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     seconds: float = 0.0
     log: str = ""
+    scratch: Path | None = None   # the scratch course, when kept (keep=True); the caller removes it
 
     def total(self, student: str) -> tuple[float, float]:
         cells = self.scores.get(student, {})
@@ -50,6 +51,7 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
     start = time.perf_counter()
     src_nb_path = source_notebook(root, lesson)
     scratch = scratch_course(root, [lesson])
+    result.scratch = scratch if keep else None
     try:
         nbgrader(["generate_assignment", lesson, "--force"], cwd=scratch)
         fresh = scratch / "release" / lesson
