@@ -8,7 +8,8 @@ solution cells replaced in the release (utils.samples_io.sample_submission):
 The first test that calls `graded(LESSON)` grades, in one `utils.check.check_lesson` run (a fresh
 build in a scratch course, then one `nbgrader autograde` with the sandbox), the reference solution,
 the untouched release and every submission declared for that lesson by any collected module; later
-calls get the same result. The same overrides declared under two names are graded once. Asking for
+calls get the same result. The submissions are graded by utils.grade's parallel workers (one per
+core, at most four), as `make grade` grades a class. The same overrides declared under two names are graded once. Asking for
 a submission after the lesson was graded is an error, never a second grading.
 
 What a test reads (LessonRun): the check's scores per student and cell, problems and log; each
@@ -21,6 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,7 @@ from utils.samples_io import load_samples, sample_submission
 __all__ = ["REFERENCE", "RELEASE", "MISTAKEN", "LessonRun", "graded", "want", "want_samples", "samples_module"]
 
 MISTAKEN = "plausible-mistakes"
+WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 _wanted: dict[str, dict[str, dict[str, str]]] = {}    # lesson -> {name: overrides}
 _alias: dict[str, dict[str, str]] = {}               # lesson -> {name: name graded under}
@@ -115,7 +118,7 @@ def graded(lesson: str) -> LessonRun:
 
     _graded.add(lesson)
     extra = {name: sample_submission(REPO, lesson, overrides) for name, overrides in _wanted.get(lesson, {}).items()}
-    check = check_lesson(REPO, lesson, extra, keep=True)
+    check = check_lesson(REPO, lesson, extra, keep=True, workers=WORKERS)
     scratch = check.scratch
     try:
         nb_name = source_notebook(REPO, lesson).name
