@@ -4,17 +4,24 @@ utils/samples/03_timing_prefill_decode.py loses only its own cell(s), each timin
 cell for a wrong observed value (not an error), every correct variant keeps them all, and the
 reference's observations are the same on a second run.
 
-Every submission is graded once, through nbgrader with the sandbox, in the session's one grading of
-the lesson (tests/grading_runs.py, shared with test_lessons.py); these tests read each graded
-cell's verdict in the autograded notebooks, checked against its score in the gradebook.
+The reference, the release, the plausible mistakes and the variants are graded once, through
+nbgrader with the sandbox, in the session's one grading of the lesson (tests/grading_runs.py,
+shared with test_lessons.py); those tests read each graded cell's verdict in the autograded
+notebooks, checked against its score in the gradebook. The further and the timing mistakes, which
+nothing else grades, run outside nbgrader, trimmed to the cells grading depends on (the setup,
+the solutions and the graded cells, hidden tests included, as autograde restores them): the timing
+sweeps between them observe nothing and make a full run under nbgrader several times longer.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, samples_module, want, want_samples
-from utils.coursedir import REPO
+import nbformat
+
+from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, samples_module, want_samples
+from utils.coursedir import REPO, nbgrader_meta, submission_from
+from utils.grading.observations import compare_notebooks, run_observed
 
 LESSON = "03_timing_prefill_decode"
 SOURCE = REPO / "source" / LESSON / "timing_prefill_decode.ipynb"
@@ -22,9 +29,47 @@ SAMPLES = samples_module(LESSON)
 
 pytestmark = pytest.mark.slow
 
+RELEASE_NB = REPO / "release" / LESSON / "timing_prefill_decode.ipynb"
+
 want_samples(LESSON)
-want(LESSON, {f"more-{name}": {gid: source} for name, (gid, source) in SAMPLES.MORE_MISTAKES.items()})
-want(LESSON, {f"timing-{name}": overrides for name, (overrides, _) in SAMPLES.TIMING_MISTAKES.items()})
+
+
+def trimmed(nb):
+    """The setup cell, the solution cells and the graded cells, in order; the graded cells as the
+    source has them, hidden tests included (as nbgrader autograde restores them)."""
+    source = {nbgrader_meta(c).get("grade_id"): c.source for c in nbformat.read(str(SOURCE), as_version=4).cells}
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
+    nb.cells = [c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "setup"
+                or nbgrader_meta(c).get("solution") or nbgrader_meta(c).get("grade")]
+    for cell in nb.cells:
+        if nbgrader_meta(cell).get("grade") and not nbgrader_meta(cell).get("solution"):
+            cell.source = source[nbgrader_meta(cell)["grade_id"]]
+    return nb
+
+
+def run(nb, tmp_path, name):
+    path = tmp_path / f"{name}.ipynb"
+    nbformat.write(trimmed(nb), str(path))
+    return run_observed(path, cwd=REPO)
+
+
+def verdicts_failed(verdicts) -> set[str]:
+    return {gid for gid, v in verdicts.items() if not v.passed}
+
+
+@pytest.fixture(scope="module")
+def notebooks():
+    return nbformat.read(str(SOURCE), as_version=4), nbformat.read(str(RELEASE_NB), as_version=4)
+
+
+@pytest.fixture(scope="module")
+def trimmed_reference(notebooks, tmp_path_factory):
+    return run(notebooks[0], tmp_path_factory.mktemp("reference"), "reference")
+
+
+def submission(notebooks, overrides, tmp_path, name):
+    source, release = notebooks
+    return run(submission_from(release, source, overrides), tmp_path, name)
 
 
 def failed(name: str) -> set[str]:
@@ -55,18 +100,19 @@ def test_sample_mistakes_lose_only_their_cells():
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.MORE_MISTAKES))
-def test_each_further_mistake_loses_only_its_cell(name):
-    assert failed(f"more-{name}") == {"predict_floors_tests"}, graded(LESSON).messages(f"more-{name}")
+def test_each_further_mistake_loses_only_its_cell(name, trimmed_reference, notebooks, tmp_path):
+    gid, source = SAMPLES.MORE_MISTAKES[name]
+    verdicts = compare_notebooks(trimmed_reference, submission(notebooks, {gid: source}, tmp_path, name))
+    assert verdicts_failed(verdicts) == {"predict_floors_tests"}, {g: v.message for g, v in verdicts.items()}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.TIMING_MISTAKES))
-def test_each_timing_mistake_is_a_wrong_value_in_its_own_cell(name):
-    _, lost = SAMPLES.TIMING_MISTAKES[name]
-    messages = graded(LESSON).messages(f"timing-{name}")
-    assert failed(f"timing-{name}") == lost, messages
-    for gid in lost:  # a wrong observed value (CheckFailed), not an error raised in the kernel
-        assert messages[gid].startswith("CheckFailed: "), messages[gid]
-        assert "does not match" in messages[gid] or "expected" in messages[gid], messages[gid]
+def test_each_timing_mistake_is_a_wrong_value_in_its_own_cell(name, trimmed_reference, notebooks, tmp_path):
+    overrides, lost = SAMPLES.TIMING_MISTAKES[name]
+    verdicts = compare_notebooks(trimmed_reference, submission(notebooks, overrides, tmp_path, name))
+    assert verdicts_failed(verdicts) == lost, {g: v.message for g, v in verdicts.items()}
+    for gid in lost:  # a wrong observed value, not an error raised in the kernel
+        assert "does not match" in verdicts[gid].message or "expected" in verdicts[gid].message, verdicts[gid]
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.VARIANTS))
