@@ -1,6 +1,6 @@
 # The course's commands. Each creates the environment (.venv) when it is missing.
 #   make demo   build the release, grade three sample submissions end to end, print the scores
-#   make test   the test suite (what CI runs)
+#   make test   the test suite (what CI runs), then its 20 slowest tests
 #   make classroom INSTRUCTOR=NAME STUDENTS=FILE   as root on a bare Debian/Ubuntu server: a class
 #               (utils/classroom-setup.sh; CLASSROOM_ARGS=... passes more options, e.g. --create-users)
 # Both install the Debian packages they need where they can (root with apt-get): the demo only
@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to start as root (containers often run as root) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: classroom env system-deps demo-deps demo test build check grade bench gpu-check lab lab-instructor clean
+.PHONY: classroom env system-deps demo-deps demo test build check grade bench bench-grading gpu-check lab lab-instructor clean
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ demo-deps:
 	@bash utils/system_deps.sh bubblewrap
 
 test: $(STAMP) system-deps
-	$(PY) -m pytest -rs
+	$(PY) -m pytest -rs --durations=20
 
 build: $(STAMP)
 	$(PY) -m utils.build
@@ -58,6 +58,12 @@ grade: $(STAMP)
 BENCH_ARGS ?=
 bench: $(STAMP)
 	$(PY) -m utils.bench $(BENCH_ARGS)
+
+# Grading throughput: a scratch class (every lesson, 17 students by default) graded with 1 and 2
+# workers; submissions per minute, per lesson. BENCH_GRADING_ARGS="--students 6 --workers 1 2 4".
+BENCH_GRADING_ARGS ?=
+bench-grading: $(STAMP)
+	$(PY) -m utils.bench_grading $(BENCH_GRADING_ARGS)
 
 # On a GPU machine: lesson 3 top to bottom with the reference answers, then the benchmark; writes a
 # dated record (device, driver, CUDA, cuDNN, torch, every figure as it is measured) to

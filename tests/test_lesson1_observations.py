@@ -1,40 +1,33 @@
 """Lesson 1 graded by observations: the grader's verdict on each graded cell, per submission.
 
-The reference solution (source notebook) and each submission run as autograding runs them
-(NBGRADER_EXECUTION=autograde, utils.grading.observations.run_observed); compare_notebooks judges
-every graded cell against the reference's observations, outside the student's kernel:
+Every submission is graded once, through nbgrader with the sandbox, in the session's one grading of
+the lesson (tests/grading_runs.py, shared with test_lessons.py); Verdicts judged each graded cell
+against the reference solution's observations, outside the student's kernel, and these tests read
+the verdict lines of the autograded notebooks (each checked against the cell's score):
 
-- the reference, run twice: the same labels and values (deterministic), labels unique per cell,
-  every graded cell passes;
+- the reference's observations, as grading ran them and run once more: the same labels and values
+  (deterministic), labels unique per cell, every graded cell passes;
 - the release (stubs): every graded cell fails;
-
-Submissions are built on the release, whose test cells lack the hidden tests; as nbgrader's
-autograde does, every locked cell is restored from the source notebook before running.
 - the plausible-mistakes sample (utils/samples/01_two_phases.py): exactly the cells of its mistakes
   fail;
 - every alternative-solution sample: every graded cell passes;
 - TPOT of a one-token request as the convention before NaN (a ValueError), or as 0: only the
   one-token cell fails.
-
-Slow: each notebook is executed (about half a minute each on a 2-core machine).
 """
 
 from __future__ import annotations
 
-import functools
-
 import nbformat
 import pytest
 
+from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want, want_samples
 from utils.coursedir import REPO, graded_cells
-from utils.grading.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
-from utils.samples_io import load_samples, sample_submission
+from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 
 LESSON = "01_two_phases"
 SOURCE = REPO / "source" / LESSON / "two_phases.ipynb"
-RELEASE = REPO / "release" / LESSON / "two_phases.ipynb"
 MISTAKES, VARIANTS = load_samples(LESSON)
 
 # The cells each mistake of the plausible-mistakes sample must lose, and nothing else.
@@ -60,45 +53,22 @@ def request_metrics(send_time_s, token_times_s):
 }
 
 
-def with_hidden_tests(nb):
-    return restore_locked_cells(nb, SOURCE)
-
-
-def _run(nb, tmp_path_factory, name: str):
-    nb = with_hidden_tests(nb)
-    path = tmp_path_factory.mktemp(name) / "two_phases.ipynb"
-    nbformat.write(nb, str(path))
-    return run_observed(path)
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    @functools.lru_cache(maxsize=None)
-    def executed(name: str):
-        if name in ("reference", "reference-again"):
-            return _run(nbformat.read(str(SOURCE), as_version=4), tmp_path_factory, name)
-        if name == "release":
-            return _run(nbformat.read(str(RELEASE), as_version=4), tmp_path_factory, name)
-        if name == "mistakes":
-            return _run(sample_submission(REPO, LESSON, MISTAKES), tmp_path_factory, name)
-        if name.startswith("one-token-"):
-            cells = {"request_metrics": ONE_TOKEN[name.removeprefix("one-token-")]}
-            return _run(sample_submission(REPO, LESSON, cells), tmp_path_factory, name)
-        return _run(sample_submission(REPO, LESSON, VARIANTS[name.removeprefix("variant-")]), tmp_path_factory, name)
-    return executed
-
-
-def failed(run, name: str) -> set[str]:
-    verdicts = compare_notebooks(run("reference"), run(name))
-    assert set(verdicts) == set(GRADED), f"{name}: verdicts for {sorted(verdicts)}"
-    return {gid for gid, v in verdicts.items() if not v.passed}
-
-
+want_samples(LESSON)
+want(LESSON, {f"one-token-{name}": {"request_metrics": source} for name, source in ONE_TOKEN.items()})
 GRADED = graded_cells(nbformat.read(str(SOURCE), as_version=4))
 
 
-def test_reference_observations_deterministic_and_labels_unique(run):
-    first, second = observations_by_cell(run("reference")), observations_by_cell(run("reference-again"))
+def failed(name: str) -> set[str]:
+    verdicts = graded(LESSON).verdicts_of(name)
+    assert set(verdicts) == set(GRADED), f"{name}: verdicts for {sorted(verdicts)}"
+    return graded(LESSON).failed(name)
+
+
+def test_reference_observations_deterministic_and_labels_unique():
+    from utils.grading.reference import run_reference
+
+    first = graded(LESSON).reference.observations
+    second = run_reference(SOURCE, 600).observations
     assert list(first) == GRADED
     for gid, obs in first.items():
         labels = [o.label for o in obs]
@@ -107,23 +77,43 @@ def test_reference_observations_deterministic_and_labels_unique(run):
         assert obs == second[gid], f"{gid}: the reference's observations differ between two runs"
 
 
-def test_reference_passes_every_graded_cell(run):
-    assert failed(run, "reference-again") == set()
+def test_reference_passes_every_graded_cell():
+    assert failed(REFERENCE) == set()
 
 
-def test_release_fails_every_graded_cell(run):
-    assert failed(run, "release") == set(GRADED)
+def test_release_fails_every_graded_cell():
+    assert failed(RELEASE) == set(GRADED)
 
 
-def test_plausible_mistakes_lose_only_their_cells(run):
-    assert failed(run, "mistakes") == MISTAKEN_CELLS
+def test_plausible_mistakes_lose_only_their_cells():
+    assert failed(MISTAKEN) == MISTAKEN_CELLS
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_alternative_solution_passes_everything(run, variant):
-    assert failed(run, f"variant-{variant}") == set()
+def test_alternative_solution_passes_everything(variant):
+    assert failed(f"variant-{variant}") == set()
 
 
 @pytest.mark.parametrize("mistake", sorted(ONE_TOKEN))
-def test_one_token_mistake_loses_only_the_one_token_cell(run, mistake):
-    assert failed(run, f"one-token-{mistake}") == {"request_metrics_one_token"}
+def test_one_token_mistake_loses_only_the_one_token_cell(mistake):
+    assert failed(f"one-token-{mistake}") == {"request_metrics_one_token"}
+
+
+def test_a_notebook_run_outside_nbgrader_is_judged_like_grading(synthetic_course):
+    """utils.grading.observations' own runner (python -m utils.grading.observations), on the small
+    synthetic lesson: the executed reference passes every graded cell against itself, the release
+    with its locked cells restored fails every one."""
+    from conftest import SYNTH
+    from utils.grading.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
+
+    source = synthetic_course / "source" / SYNTH / "synthetic.ipynb"
+    release = synthetic_course / "release" / SYNTH / "synthetic.ipynb"
+    reference = run_observed(source)
+    assert all(observations_by_cell(reference).values())
+    verdicts = compare_notebooks(reference, reference)
+    assert verdicts and all(v.passed for v in verdicts.values())
+    stub = restore_locked_cells(nbformat.read(str(release), as_version=4), source)
+    path = synthetic_course / "stub.ipynb"
+    nbformat.write(stub, str(path))
+    verdicts = compare_notebooks(reference, run_observed(path, cwd=source.parent))
+    assert set(verdicts) == set(observations_by_cell(reference)) and not any(v.passed for v in verdicts.values())

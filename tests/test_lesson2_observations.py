@@ -1,85 +1,67 @@
 """Lesson 2 graded through observations (course.observe, utils.grading.observations): the reference
-passes every graded cell, the release fails every one, each plausible mistake fails only its own
-cells, and the alternative solutions pass everywhere. Each notebook runs once per session."""
+passes every graded cell, the release fails every one, each plausible mistake, submitted alone,
+fails only its own cells and loses only that exercise's points (the lumped single max loses
+step_time's, the full-square prefill attention loses attention_flops', ...), and the alternative
+solutions pass everywhere.
+
+Every submission is graded once, through nbgrader with the sandbox, in the session's one grading of
+the lesson (tests/grading_runs.py, shared with test_lessons.py); these tests read each graded
+cell's verdict in the autograded notebooks, checked against its score in the gradebook.
+"""
 
 from __future__ import annotations
 
-import functools
 import importlib
 
 import nbformat
 import pytest
 
+from grading_runs import RELEASE, graded, want, want_samples
 from utils.coursedir import REPO, nbgrader_meta, source_notebook
-from utils.grading.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
-from utils.samples_io import load_samples, sample_submission
+from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 LESSON = "02_arithmetic_intensity"
 SOURCE = source_notebook(REPO, LESSON)
-RELEASE = REPO / "release" / LESSON / SOURCE.name
 MISTAKES, VARIANTS = load_samples(LESSON)
 # mistakes beyond the one per exercise: name -> (solution cell, its source)
 MORE_MISTAKES = getattr(importlib.import_module(f"utils.samples.{LESSON}"), "MORE_MISTAKES", {})
 
-
-def as_autograded(nb):
-    return restore_locked_cells(nb, SOURCE)
+want_samples(LESSON)
+want(LESSON, {f"only-{gid}": {gid: source} for gid, source in MISTAKES.items()})
+want(LESSON, {f"more-{name}": {gid: source} for name, (gid, source) in MORE_MISTAKES.items()})
 
 
 def graded_cells_of(solution_id: str) -> set[str]:
     """The graded cells that grade a solution cell: `<id>_tests`, or every quiz question."""
     if solution_id == "quiz_answers":
-        return {g for g in reference_observations() if g.startswith("quiz_q")}
+        nb = nbformat.read(str(SOURCE), as_version=4)
+        return {nbgrader_meta(c)["grade_id"] for c in nb.cells
+                if nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("grade_id", "").startswith("quiz_q")}
     return {f"{solution_id}_tests"}
 
 
-@functools.lru_cache(maxsize=None)
-def reference():
-    return run_observed(SOURCE)
-
-
-@functools.lru_cache(maxsize=None)
-def reference_observations():
-    return observations_by_cell(reference())
-
-
-@functools.lru_cache(maxsize=None)
-def verdicts_of(name: str) -> dict:
-    """grade_id -> Verdict for one named submission, executed as autograding would."""
-    import tempfile
-    from pathlib import Path
-
-    if name == "release":
-        nb = nbformat.read(str(RELEASE), as_version=4)
-    elif name.startswith("mistake-"):
-        gid = name[len("mistake-"):]
-        nb = sample_submission(REPO, LESSON, {gid: MISTAKES[gid]})
-    elif name.startswith("more-"):
-        gid, source = MORE_MISTAKES[name[len("more-"):]]
-        nb = sample_submission(REPO, LESSON, {gid: source})
-    else:
-        nb = sample_submission(REPO, LESSON, VARIANTS[name[len("variant-"):]])
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / SOURCE.name
-        nbformat.write(as_autograded(nb), str(path))
-        return compare_notebooks(reference(), run_observed(path))
-
-
 def failed(name: str) -> set[str]:
-    return {gid for gid, v in verdicts_of(name).items() if not v.passed}
+    return graded(LESSON).failed(name)
 
 
 def test_reference_observes_in_every_graded_cell_and_deterministically():
-    obs = reference_observations()
+    from utils.grading.observations import judge, visible_labels
+    from utils.grading.reference import run_reference
+
+    reference = graded(LESSON).reference
+    obs = reference.observations
     nb = nbformat.read(str(SOURCE), as_version=4)
-    graded = {nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("grade")}
-    assert set(obs) == graded
+    cells = {nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("grade")}
+    assert set(obs) == cells
     for gid, found in obs.items():
         labels = [o.label for o in found]
         assert found and len(labels) == len(set(labels)), f"{gid}: no or repeated labels"
-    again = compare_notebooks(reference(), run_observed(SOURCE))   # a second run observes the same
-    assert set(again) == graded and all(v.passed for v in again.values())
+    again = run_reference(SOURCE, 600).observations   # a second run observes the same
+    assert set(again) == cells
+    for gid in cells:
+        verdict = judge(obs[gid], again[gid], visible_labels(reference.sources[gid]))
+        assert verdict.passed, f"{gid}: {verdict.message}"
 
 
 def test_hidden_tests_hold_no_expected_values():
@@ -97,17 +79,26 @@ def test_hidden_tests_hold_no_expected_values():
 
 
 def test_release_fails_every_graded_cell():
-    verdicts = verdicts_of("release")
-    assert verdicts and not [g for g, v in verdicts.items() if v.passed]
+    verdicts = graded(LESSON).verdicts_of(RELEASE)
+    assert verdicts and not [g for g, v in verdicts.items() if v and v[0]]
+    assert failed(RELEASE) == set(verdicts)
 
 
 @pytest.mark.parametrize("gid", sorted(MISTAKES))
 def test_a_mistake_fails_only_its_own_cells(gid):
-    lost = failed(f"mistake-{gid}")
+    """Its verdicts and its scores: only its own exercise's points are lost."""
+    assert not graded(LESSON).check.problems, "\n".join(graded(LESSON).check.problems)
+    lost = failed(f"only-{gid}")
     if gid == "quiz_answers":
         assert lost and lost <= graded_cells_of(gid), lost
     else:
         assert lost == graded_cells_of(gid), f"the {gid} mistake failed {sorted(lost)}"
+
+
+def test_the_named_misconceptions_are_among_the_mistakes():
+    # one max over the whole step's FLOPs and bytes; the full T x T square in prefill
+    assert "(matmul_flops + attn_flops) / peak_flops_per_s" in MISTAKES["step_time"]
+    assert "new_tokens * (cached_tokens + new_tokens)" in MISTAKES["attention_flops"]
 
 
 @pytest.mark.parametrize("name", sorted(MORE_MISTAKES))
@@ -118,4 +109,4 @@ def test_the_named_misconceptions_fail_only_their_own_cell(name):
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_alternative_solutions_pass_everywhere(name):
-    assert not failed(f"variant-{name}"), {g: v.message for g, v in verdicts_of(f"variant-{name}").items() if not v.passed}
+    assert not failed(f"variant-{name}"), graded(LESSON).messages(f"variant-{name}")

@@ -1,28 +1,37 @@
 """Lesson 3's graded cells judged the new way (course.observe in the kernel, utils.grading outside):
 the release fails every graded cell, the reference passes them all, each plausible mistake in
-utils/samples/03_timing_prefill_decode.py loses only its own cell(s), every correct variant
-keeps them all, and the reference's observations are the same on a second run.
+utils/samples/03_timing_prefill_decode.py loses only its own cell(s), each timing mistake loses its
+cell for a wrong observed value (not an error), every correct variant keeps them all, and the
+reference's observations are the same on a second run.
 
-The notebooks run trimmed to the cells grading depends on (the setup, the solutions and the graded
-cells): the timing sweeps between them observe nothing and take a minute per run.
+The reference, the release, the plausible mistakes and the variants are graded once, through
+nbgrader with the sandbox, in the session's one grading of the lesson (tests/grading_runs.py,
+shared with test_lessons.py); those tests read each graded cell's verdict in the autograded
+notebooks, checked against its score in the gradebook. The further and the timing mistakes, which
+nothing else grades, run outside nbgrader, trimmed to the cells grading depends on (the setup,
+the solutions and the graded cells, hidden tests included, as autograde restores them): the timing
+sweeps between them observe nothing and make a full run under nbgrader several times longer.
 """
 
 from __future__ import annotations
 
-import importlib
-
-import nbformat
 import pytest
 
+import nbformat
+
+from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, samples_module, want_samples
 from utils.coursedir import REPO, nbgrader_meta, submission_from
-from utils.grading.observations import compare_notebooks, observations_by_cell, run_observed
+from utils.grading.observations import compare_notebooks, run_observed
 
 LESSON = "03_timing_prefill_decode"
 SOURCE = REPO / "source" / LESSON / "timing_prefill_decode.ipynb"
-RELEASE = REPO / "release" / LESSON / "timing_prefill_decode.ipynb"
-SAMPLES = importlib.import_module(f"utils.samples.{LESSON}")
+SAMPLES = samples_module(LESSON)
 
 pytestmark = pytest.mark.slow
+
+RELEASE_NB = REPO / "release" / LESSON / "timing_prefill_decode.ipynb"
+
+want_samples(LESSON)
 
 
 def trimmed(nb):
@@ -44,17 +53,17 @@ def run(nb, tmp_path, name):
     return run_observed(path, cwd=REPO)
 
 
-def failed(verdicts) -> set[str]:
+def verdicts_failed(verdicts) -> set[str]:
     return {gid for gid, v in verdicts.items() if not v.passed}
 
 
 @pytest.fixture(scope="module")
 def notebooks():
-    return nbformat.read(str(SOURCE), as_version=4), nbformat.read(str(RELEASE), as_version=4)
+    return nbformat.read(str(SOURCE), as_version=4), nbformat.read(str(RELEASE_NB), as_version=4)
 
 
 @pytest.fixture(scope="module")
-def reference(notebooks, tmp_path_factory):
+def trimmed_reference(notebooks, tmp_path_factory):
     return run(notebooks[0], tmp_path_factory.mktemp("reference"), "reference")
 
 
@@ -63,45 +72,50 @@ def submission(notebooks, overrides, tmp_path, name):
     return run(submission_from(release, source, overrides), tmp_path, name)
 
 
-def test_reference_observations_are_deterministic_and_labels_unique(reference, notebooks, tmp_path):
-    again = observations_by_cell(run(notebooks[0], tmp_path, "again"))
-    first = observations_by_cell(reference)
+def failed(name: str) -> set[str]:
+    return graded(LESSON).failed(name)
+
+
+def test_reference_observations_are_deterministic_and_labels_unique():
+    from utils.grading.reference import run_reference
+
+    first = graded(LESSON).reference.observations
+    again = run_reference(SOURCE, 600).observations
     assert first == again
     for gid, observations in first.items():
         labels = [o.label for o in observations]
         assert observations and len(labels) == len(set(labels)), gid
 
 
-def test_reference_passes_and_release_fails_every_graded_cell(reference, notebooks, tmp_path):
-    assert not failed(compare_notebooks(reference, reference))
-    verdicts = compare_notebooks(reference, run(notebooks[1], tmp_path, "release"))
-    assert failed(verdicts) == set(verdicts), {g: v.message for g, v in verdicts.items() if v.passed}
+def test_reference_passes_and_release_fails_every_graded_cell():
+    assert not failed(REFERENCE), graded(LESSON).messages(REFERENCE)
+    verdicts = graded(LESSON).verdicts_of(RELEASE)
+    assert failed(RELEASE) == set(verdicts), {g: v for g, v in verdicts.items() if v and v[0]}
 
 
-def test_sample_mistakes_lose_only_their_cells(reference, notebooks, tmp_path):
-    verdicts = compare_notebooks(reference, submission(notebooks, SAMPLES.MISTAKES, tmp_path, "mistakes"))
-    assert failed(verdicts) == {"time_fn_tests", "generate_timing_tests", "predict_floors_tests", "decode_mbu_tests",
+def test_sample_mistakes_lose_only_their_cells():
+    assert failed(MISTAKEN) == {"time_fn_tests", "generate_timing_tests", "predict_floors_tests", "decode_mbu_tests",
                                 "prefill_mfu_tests", "generate_without_cache_tests", "knee_tokens_tests",
-                                "quiz_q1"}, verdicts
+                                "quiz_q1"}, \
+        graded(LESSON).messages(MISTAKEN)
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.MORE_MISTAKES))
-def test_each_further_mistake_loses_only_its_cell(name, reference, notebooks, tmp_path):
+def test_each_further_mistake_loses_only_its_cell(name, trimmed_reference, notebooks, tmp_path):
     gid, source = SAMPLES.MORE_MISTAKES[name]
-    verdicts = compare_notebooks(reference, submission(notebooks, {gid: source}, tmp_path, name))
-    assert failed(verdicts) == {"predict_floors_tests"}, {g: v.message for g, v in verdicts.items()}
+    verdicts = compare_notebooks(trimmed_reference, submission(notebooks, {gid: source}, tmp_path, name))
+    assert verdicts_failed(verdicts) == {"predict_floors_tests"}, {g: v.message for g, v in verdicts.items()}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.TIMING_MISTAKES))
-def test_each_timing_mistake_is_a_wrong_value_in_its_own_cell(name, reference, notebooks, tmp_path):
+def test_each_timing_mistake_is_a_wrong_value_in_its_own_cell(name, trimmed_reference, notebooks, tmp_path):
     overrides, lost = SAMPLES.TIMING_MISTAKES[name]
-    verdicts = compare_notebooks(reference, submission(notebooks, overrides, tmp_path, name))
-    assert failed(verdicts) == lost, {g: v.message for g, v in verdicts.items()}
+    verdicts = compare_notebooks(trimmed_reference, submission(notebooks, overrides, tmp_path, name))
+    assert verdicts_failed(verdicts) == lost, {g: v.message for g, v in verdicts.items()}
     for gid in lost:  # a wrong observed value, not an error raised in the kernel
         assert "does not match" in verdicts[gid].message or "expected" in verdicts[gid].message, verdicts[gid]
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.VARIANTS))
-def test_variants_keep_every_cell(name, reference, notebooks, tmp_path):
-    verdicts = compare_notebooks(reference, submission(notebooks, SAMPLES.VARIANTS[name], tmp_path, name))
-    assert not failed(verdicts), {g: v.message for g, v in verdicts.items() if not v.passed}
+def test_variants_keep_every_cell(name):
+    assert not failed(f"variant-{name}"), graded(LESSON).messages(f"variant-{name}")

@@ -1,33 +1,22 @@
 """Every lesson, graded for real: the course check, sample mistakes and alternative solutions.
 
-One scratch grading per lesson serves all of its tests: the reference solution, the untouched
-release, the plausible-mistakes submission and every alternative correct solution.
+One nbgrader grading per lesson serves all of its tests, here and in the lesson observation tests
+(tests/grading_runs.py): the reference solution, the untouched release, the plausible-mistakes
+submission, every alternative correct solution and what those tests add.
 """
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
-from utils.check import REFERENCE, RELEASE, check_lesson
+from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want_samples
 from utils.coursedir import REPO, lessons
-from utils.samples_io import load_samples, sample_submission
+from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 LESSONS = lessons(REPO)
-MISTAKEN = "plausible-mistakes"
-
-
-@functools.lru_cache(maxsize=None)
-def graded(lesson: str):
-    mistakes, variants = load_samples(lesson)
-    extra = {}
-    if mistakes:
-        extra[MISTAKEN] = sample_submission(REPO, lesson, mistakes)
-    for name, cells in variants.items():
-        extra[f"variant-{name}"] = sample_submission(REPO, lesson, cells)
-    return check_lesson(REPO, lesson, extra)
+for _lesson in LESSONS:
+    want_samples(_lesson)
 
 
 def variant_params():
@@ -38,7 +27,7 @@ def variant_params():
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_course_check(lesson):
     """Reference full marks, release zero in every graded cell, release/ fresh, nothing leaked."""
-    result = graded(lesson)
+    result = graded(lesson).check
     assert not result.problems, "\n".join(result.problems)
     assert result.scores[REFERENCE] and result.scores[RELEASE]
 
@@ -47,15 +36,16 @@ def test_course_check(lesson):
 def test_each_exercise_has_a_plausible_mistake(lesson):
     mistakes, _ = load_samples(lesson)
     assert mistakes, f"utils/samples/{lesson}.py defines no MISTAKES"
-    got, full = graded(lesson).total(MISTAKEN)
+    cells = graded(lesson).scores(MISTAKEN)
+    got, full = sum(s for s, _ in cells.values()), sum(m for _, m in cells.values())
     assert 0 < got < full, f"{lesson}: the mistaken submission scored {got:g}/{full:g}"
 
 
 @pytest.mark.parametrize("lesson, variant", variant_params())
 def test_alternative_solution_gets_full_marks(lesson, variant):
-    result = graded(lesson)
-    cells = result.scores.get(f"variant-{variant}")
-    assert cells, f"{lesson}: variant {variant!r} was not graded\n{result.log[-2000:]}"
+    run = graded(lesson)
+    cells = run.scores(f"variant-{variant}")
+    assert cells, f"{lesson}: variant {variant!r} was not graded\n{run.check.log[-2000:]}"
     lost = {cell: f"{s:g}/{m:g}" for cell, (s, m) in cells.items() if s < m}
     assert not lost, f"{lesson}: variant {variant!r} lost points in {lost}"
 

@@ -20,7 +20,7 @@ import pytest
 
 from utils import demo
 from utils.check import REFERENCE, RELEASE
-from utils.coursedir import REPO, nbgrader, read_scores
+from utils.coursedir import REPO, ToolError, nbgrader, read_scores, scratch_course
 from utils.sandbox import OPT_OUT
 
 from conftest import SYNTH, make_course, synthetic_cells
@@ -87,10 +87,13 @@ def test_demo_run_without_the_sandbox_turns_it_off_in_the_scratch_course_only(tm
 
 @pytest.mark.slow
 def test_make_demo_passes_without_bubblewrap_and_says_so(no_bwrap_env):
-    """What `make demo` runs, on a machine without bubblewrap: every lesson's three samples are
-    graded, the scores printed, and the line about the sandbox is at the top and in the summary."""
+    """What `make demo` runs, on a machine without bubblewrap, for the first lesson (grading every
+    lesson's samples is test_lessons.py's, in the sandbox): the lesson is built, its three samples
+    graded without the sandbox, the scores printed, and the line about the sandbox is at the top and
+    in the summary."""
     config = _digest(REPO / "nbgrader_config.py")
-    proc = subprocess.run([sys.executable, "-m", "utils.demo"], cwd=REPO, env=no_bwrap_env,
+    first = demo.lessons(REPO)[0]
+    proc = subprocess.run([sys.executable, "-m", "utils.demo", first], cwd=REPO, env=no_bwrap_env,
                           capture_output=True, text=True, timeout=1800)
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
@@ -98,11 +101,12 @@ def test_make_demo_passes_without_bubblewrap_and_says_so(no_bwrap_env):
     assert lines[0].startswith("WITHOUT SANDBOX") and "'bwrap' is not installed" in lines[0]
     assert lines[-2] == lines[0], "the summary repeats the line about the sandbox"
     assert lines[-1].startswith("demo finished") and "all as expected" in lines[-1]
+    assert any(l.startswith(f"built {first}") for l in lines)
     header = next(l for l in lines if l.startswith("cell "))
     for student in (REFERENCE, RELEASE, demo.MISTAKEN):
         assert student in header
     totals = [l for l in lines if " TOTAL " in l]
-    assert len(totals) == len(demo.lessons(REPO)) >= 3
+    assert len(totals) == 1 and first in totals[0]
     for total in totals:
         scores = total.split()[2:]
         assert len(scores) == 3 and all("/" in s for s in scores)
@@ -110,6 +114,19 @@ def test_make_demo_passes_without_bubblewrap_and_says_so(no_bwrap_env):
     assert OPT_OUT in (scratch / "nbgrader_config.py").read_text()
     assert _digest(REPO / "nbgrader_config.py") == config
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_the_demo_grades_three_samples_of_every_lesson_by_default(tmp_path):
+    """`make demo` (no lesson named) places the three samples of every lesson, and judges each."""
+    scratch = scratch_course(REPO, demo.lessons(REPO), tmp_path / "c", release=True)
+    demo.place_samples(scratch)
+    for lesson in demo.lessons(REPO):
+        students = {p.name for p in (scratch / "submitted").iterdir() if (p / lesson).is_dir()}
+        assert students == {REFERENCE, RELEASE, demo.MISTAKEN}, lesson
+    assert demo.problems_in(scratch) == [f"{lesson}: {what}" for lesson in demo.lessons(REPO) for what in (
+        "the reference solution did not get full marks", "the untouched release did not score zero")]
+    with pytest.raises(ToolError, match="unknown lesson"):
+        demo.run(REPO, build_release=False, sandbox=False, names=["no_such_lesson"])
 
 
 # --- real grading still fails closed ----------------------------------------------------------

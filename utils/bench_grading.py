@@ -9,8 +9,15 @@ students submit every lesson to make --submissions notebook submissions (50 by d
 students x 3 lessons = 51; every fifth student with the lesson's sample mistakes from
 utils/samples, the others the reference solution), then grades the class once per --workers
 value, each time on a fresh copy, and prints wall time, submissions (one lesson of one student)
-per minute and the speed-up over the first --workers value. Grading includes building the gradebook entries,
-autograde, feedback HTML and the grades.csv export, as `python -m utils.grade` does.
+per minute and the speed-up over the first --workers value, then for each lesson its own
+submissions per minute (lessons are graded one after another, each by all the workers). Grading
+includes building the gradebook entries, autograde, feedback HTML and the grades.csv export, as
+`python -m utils.grade` does. The reference solution's run, which grading makes once per lesson
+(then cached in .grading-cache/), is made and timed first, apart: it is a fixed cost per lesson
+and class, not a cost per submission, so the rates are those of a class of any size. The load
+average is printed before and after every run: on a shared machine, read the figures with it.
+
+    make bench-grading BENCH_GRADING_ARGS="--students 10"
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ from utils.workflow import sandbox
 
 
 def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: bool) -> tuple[Path, list[str]]:
-    """A scratch course with `students` submissions of every lesson; no grading yet."""
+    """A scratch course with `students` submissions of every lesson and the reference solution's
+    observations cached (printed: seconds per lesson); no grading yet."""
+    from utils.grading.reference import reference_for
+
     course = base / "course"
     if use_sandbox:
         sandbox(course)
@@ -55,6 +65,12 @@ def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: boo
             folder = course / "submitted" / f"student{i:03d}" / lesson
             folder.mkdir(parents=True)
             nbformat.write(wrong if i % 5 == 4 else good, str(folder / src.name))
+    for lesson in names:
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        reference_for(source_notebook(course, lesson), course / ".grading-cache")
+        print(f"reference run of {lesson}: {time.perf_counter() - start:.1f} s (load average {load:.2f} before; "
+              f"once per lesson, cached for every run below)", flush=True)
     return course, names
 
 
@@ -116,14 +132,18 @@ def main(argv: list[str] | None = None) -> int:
             return sandbox_cost(prepared, names, args.workers[0], args.cell_timeout, args.sandbox_cost)
         results = []
         for workers in args.workers:
+            before = os.getloadavg()
             r = run_once(prepared, names, workers, args.cell_timeout)
+            after = os.getloadavg()
             results.append(r)
             print(f"workers={workers}: {r['seconds']:.0f} s, {60 * r['notebooks'] / r['seconds']:.2f} "
                   f"submissions/min ({60 * students / r['seconds']:.2f} students' whole course/min), "
-                  f"speed-up x{results[0]['seconds'] / r['seconds']:.2f}"
+                  f"speed-up x{results[0]['seconds'] / r['seconds']:.2f}; load average (1, 5 min) "
+                  f"{before[0]:.2f} {before[1]:.2f} before, {after[0]:.2f} {after[1]:.2f} after"
                   + (f", {len(r['problems'])} not graded: {r['problems'][:3]}" if r["problems"] else ""),
                   flush=True)
-            print("    per lesson: " + ", ".join(f"{k} {v:.0f} s" for k, v in r["lessons"].items()), flush=True)
+            print("    per lesson: " + ", ".join(f"{k} {v:.0f} s = {60 * students / v:.2f} submissions/min"
+                                             for k, v in r["lessons"].items()), flush=True)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

@@ -37,19 +37,26 @@ class LessonCheck:
     scores: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
     seconds: float = 0.0
     log: str = ""
+    scratch: Path | None = None   # the scratch course, when kept (keep=True); the caller removes it
 
     def total(self, student: str) -> tuple[float, float]:
         cells = self.scores.get(student, {})
         return sum(s for s, _ in cells.values()), sum(m for _, m in cells.values())
 
 
-def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool = False) -> LessonCheck:
+def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool = False,
+                 workers: int = 1) -> LessonCheck:
     """Build `lesson` afresh in a scratch course, grade the reference, the release and `extra`
-    submissions ({student: notebook}), and return the scores with every problem found."""
+    submissions ({student: notebook}), and return the scores with every problem found. With `keep`,
+    the scratch course (autograded notebooks, gradebook, .grading-cache) is left in `result.scratch`
+    for the caller to read and remove. One `nbgrader autograde` grades them all; with `workers` > 1,
+    utils.grade's parallel workers do (each its own `nbgrader autograde` on its own cores; no
+    feedback, no export)."""
     result = LessonCheck(lesson)
     start = time.perf_counter()
     src_nb_path = source_notebook(root, lesson)
     scratch = scratch_course(root, [lesson])
+    result.scratch = scratch if keep else None
     try:
         nbgrader(["generate_assignment", lesson, "--force"], cwd=scratch)
         fresh = scratch / "release" / lesson
@@ -67,7 +74,14 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
             dest = scratch / "submitted" / student / lesson
             dest.mkdir(parents=True)
             nbformat.write(nb, str(dest / nb_name))
-        result.log = nbgrader(["autograde", lesson, "--force"], cwd=scratch, check=False).log
+        if workers > 1:
+            from utils.grade import grade_lessons
+
+            run = grade_lessons(scratch, [lesson], workers=workers, feedback=False, export=False, quiet=True)
+            result.log = "\n".join([o.line() for o in run.outcomes]
+                                   + [f"===== {k}\n{v}" for k, v in run.logs.items()])
+        else:
+            result.log = nbgrader(["autograde", lesson, "--force"], cwd=scratch, check=False).log
 
         graded = graded_cells(submissions[REFERENCE])
         for row in read_scores(scratch, [lesson]):

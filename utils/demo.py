@@ -1,6 +1,6 @@
 """The course end to end: build the release, submit three sample students, grade, print scores.
 
-    python -m utils.demo
+    python -m utils.demo [LESSON ...]      (default: every lesson)
 
 Students: the reference solution (full marks expected), the untouched release (zero expected) and
 one with a plausible mistake in each exercise (in between). Everything is graded in a scratch
@@ -25,7 +25,7 @@ import nbformat
 
 from utils.build import build
 from utils.check import REFERENCE, RELEASE
-from utils.coursedir import REPO, ToolError, lessons, read_scores, scratch_course, source_notebook
+from utils.coursedir import REPO, ToolError, lessons, read_scores, resolve_lessons, scratch_course, source_notebook
 from utils.grade import grade
 from utils.samples_io import load_samples, sample_submission
 from utils.sandbox import OPT_OUT, unavailable
@@ -63,9 +63,9 @@ def without_sandbox_line(problem: str) -> str:
             f"namespaces (elsewhere, a Linux container or VM); `make grade` refuses to grade without it.")
 
 
-def place_samples(root: Path) -> None:
-    """The three sample students' submissions of every lesson, in root/submitted/."""
-    for lesson in lessons(root):
+def place_samples(root: Path, names: list[str] | None = None) -> None:
+    """The three sample students' submissions of every lesson (or those named), in root/submitted/."""
+    for lesson in names or lessons(root):
         src = source_notebook(root, lesson)
         mistakes, _ = load_samples(lesson)
         notebooks = {
@@ -99,27 +99,30 @@ def problems_in(root: Path) -> list[str]:
     return problems
 
 
-def run(root: Path = REPO, build_release: bool = True, sandbox: bool | None = None) -> tuple[Path, str, list[str]]:
-    """(scratch course, score table, problems). The samples are graded in the sandbox unless
-    `sandbox` is False (None: wherever it can run, sandbox_problem)."""
+def run(root: Path = REPO, build_release: bool = True, sandbox: bool | None = None,
+        names: list[str] | None = None) -> tuple[Path, str, list[str]]:
+    """(scratch course, score table, problems) for every lesson, or those in `names`. The samples
+    are graded in the sandbox unless `sandbox` is False (None: wherever it can run, sandbox_problem)."""
     if sandbox is None:
         sandbox = sandbox_problem(root) is None
+    names = resolve_lessons(names or [], root)
     if build_release:
-        build(root)
-    scratch = scratch_course(root, lessons(root), Path(tempfile.mkdtemp(prefix="course-demo-")), release=True,
+        build(root, names)
+    scratch = scratch_course(root, names, Path(tempfile.mkdtemp(prefix="course-demo-")), release=True,
                              extra_config="" if sandbox else DEMO_OPT_OUT)
     place_samples(scratch)
     table, problems = grade(scratch)
     return scratch, table, problems + problems_in(scratch)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
+    names = sys.argv[1:] if argv is None else argv
     problem = sandbox_problem(REPO)
     if problem:
         print(without_sandbox_line(problem), flush=True)
     try:
-        scratch, table, problems = run(REPO, sandbox=problem is None)
+        scratch, table, problems = run(REPO, sandbox=problem is None, names=names)
     except ToolError as err:
         print(f"demo failed: {err}", file=sys.stderr)
         return 1

@@ -1,0 +1,136 @@
+"""One nbgrader grading per lesson per test session, shared by every test that reads a verdict.
+
+Test modules declare at import (collection) time the submissions they need graded, each a dict of
+solution cells replaced in the release (utils.samples_io.sample_submission):
+
+    want(LESSON, {"plausible-mistakes": MISTAKES, "variant-loops": VARIANTS["loops"]})
+
+The first test that calls `graded(LESSON)` grades, in one `utils.check.check_lesson` run (a fresh
+build in a scratch course, then one `nbgrader autograde` with the sandbox), the reference solution,
+the untouched release and every submission declared for that lesson by any collected module; later
+calls get the same result. The submissions are graded by utils.grade's parallel workers (one per
+core, at most four), as `make grade` grades a class. The same overrides declared under two names are graded once. Asking for
+a submission after the lesson was graded is an error, never a second grading.
+
+What a test reads (LessonRun): the check's scores per student and cell, problems and log; each
+graded cell's verdict line in the autograded notebook; the reference solution's observations as
+grading ran them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from utils.check import REFERENCE, RELEASE, LessonCheck, check_lesson
+from utils.coursedir import REPO, source_notebook
+from utils.samples_io import load_samples, sample_submission
+
+__all__ = ["REFERENCE", "RELEASE", "MISTAKEN", "LessonRun", "graded", "want", "want_samples", "samples_module"]
+
+MISTAKEN = "plausible-mistakes"
+WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+_wanted: dict[str, dict[str, dict[str, str]]] = {}    # lesson -> {name: overrides}
+_alias: dict[str, dict[str, str]] = {}               # lesson -> {name: name graded under}
+_graded: set[str] = set()
+
+
+def samples_module(lesson: str):
+    """utils/samples/<lesson>.py (MISTAKES, VARIANTS and any further sets a lesson defines)."""
+    return importlib.import_module(f"utils.samples.{lesson}")
+
+
+def want(lesson: str, submissions: dict[str, dict[str, str]]) -> None:
+    """Declare submissions (name -> {solution cell: source}) to grade with `lesson`."""
+    if lesson in _graded:
+        new = [n for n in submissions if n not in _alias.get(lesson, {})]
+        if new:
+            raise RuntimeError(f"{lesson} was already graded this session; declare {new} at import time")
+        return
+    wanted, alias = _wanted.setdefault(lesson, {}), _alias.setdefault(lesson, {})
+    by_content = {json.dumps(o, sort_keys=True): n for n, o in wanted.items()}
+    for name, overrides in submissions.items():
+        key = json.dumps(dict(overrides), sort_keys=True)
+        if name in alias and alias[name] != by_content.get(key):
+            raise ValueError(f"{lesson}: submission {name!r} declared twice with different cells")
+        if key in by_content:
+            alias[name] = by_content[key]
+        else:
+            wanted[name] = dict(overrides)
+            by_content[key] = alias[name] = name
+
+
+def want_samples(lesson: str) -> None:
+    """The lesson's plausible-mistakes sample (all MISTAKES at once) and every VARIANT."""
+    mistakes, variants = load_samples(lesson)
+    want(lesson, ({MISTAKEN: mistakes} if mistakes else {})
+         | {f"variant-{name}": cells for name, cells in variants.items()})
+
+
+@dataclass
+class LessonRun:
+    check: LessonCheck
+    verdicts: dict[str, dict[str, tuple[bool, str] | None]]   # student -> grade_id -> (passed, line)
+    reference: object                                         # utils.grading.reference.Reference
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    def _name(self, student: str) -> str:
+        return self.aliases.get(student, student)
+
+    def scores(self, student: str) -> dict[str, tuple[float, float]]:
+        return self.check.scores.get(self._name(student), {})
+
+    def verdicts_of(self, student: str) -> dict[str, tuple[bool, str] | None]:
+        got = self.verdicts.get(self._name(student))
+        assert got, f"{self.check.lesson}: {student!r} was not graded\n{self.check.log[-3000:]}"
+        return got
+
+    def failed(self, student: str) -> set[str]:
+        """The graded cells whose verdict failed (or that got none); checked against the scores:
+        a failed verdict is a cell with less than full marks, and only that."""
+        verdicts = self.verdicts_of(student)
+        failed = {gid for gid, v in verdicts.items() if v is None or not v[0]}
+        scores = self.scores(student)
+        assert set(scores) == set(verdicts), f"{student}: scores for {sorted(scores)}, verdicts for {sorted(verdicts)}"
+        lost = {gid for gid, (s, m) in scores.items() if s < m}
+        assert lost == failed, f"{student}: cells below full marks {sorted(lost)}, failed verdicts {sorted(failed)}"
+        return failed
+
+    def messages(self, student: str) -> dict[str, str]:
+        """grade_id -> the verdict line of each graded cell that failed (for assertion messages)."""
+        return {gid: (v[1] if v else "(no verdict)") for gid, v in self.verdicts_of(student).items()
+                if v is None or not v[0]}
+
+
+@functools.lru_cache(maxsize=None)
+def graded(lesson: str) -> LessonRun:
+    """Grade `lesson` once: reference, release and every submission declared so far."""
+    from utils.grading.reference import ReferenceRefused, reference_for
+    from utils.grading.verdicts import read_verdicts
+
+    _graded.add(lesson)
+    extra = {name: sample_submission(REPO, lesson, overrides) for name, overrides in _wanted.get(lesson, {}).items()}
+    check = check_lesson(REPO, lesson, extra, keep=True, workers=WORKERS)
+    scratch = check.scratch
+    try:
+        nb_name = source_notebook(REPO, lesson).name
+        verdicts = {}
+        for student in (REFERENCE, RELEASE, *extra):
+            path = scratch / "autograded" / student / lesson / nb_name
+            if path.is_file():
+                verdicts[student] = read_verdicts(nbformat.read(str(path), as_version=4))
+        try:
+            reference = reference_for(source_notebook(scratch, lesson), scratch / ".grading-cache")
+        except ReferenceRefused:      # check.problems says why
+            reference = None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})))
