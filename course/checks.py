@@ -42,7 +42,7 @@ from course.observe import grading, observe
 
 __all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raises"]
 
-QUIZ_NAME = re.compile(r"q\d+[a-z]?")  # q1, q2, q3b: the names quiz answers are given
+QUIZ_NAME = re.compile(r"[pq]\d+[a-z]?")  # q1, q3b (quiz answers), p1 (a graded prediction)
 
 
 class CheckFailed(AssertionError):

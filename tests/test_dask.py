@@ -4,10 +4,11 @@ machines sharing the course folder), a real PostgreSQL gradebook (tests/test_pos
 
 One class, cheap on purpose: the three sample students of each lesson (reference answers, the
 untouched release, plausible mistakes). It is graded once on the cluster (fresh reference cache:
-the reference runs there, once per lesson) and once locally by utils.grade (the cache copied: no
-second reference run), and the two compared cell by cell. The second test grades one lesson again on
-a fresh gradebook, SIGKILLs a worker while it grades a submission, and checks every submission
-graded exactly once with the same scores.
+the reference runs there, once per lesson) and compared cell by cell with the same submissions
+graded locally by utils.grade's workers: the test session's one grading of each lesson
+(tests/grading_runs.py), which the lesson tests read too, so no class is graded twice locally.
+The second test grades one lesson again on a fresh gradebook, SIGKILLs a worker while it grades a
+submission, and checks every submission graded exactly once with the same scores.
 """
 
 from __future__ import annotations
@@ -22,14 +23,19 @@ from pathlib import Path
 
 import pytest
 
+from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
 from utils.coursedir import REPO, lessons, read_scores_url, scratch_course
 from utils.demo import place_samples
 from utils.grade import CACHE, grade_lessons
+from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"
 KILL_LESSON = "01_two_phases"
+SAMPLE_STUDENTS = (REFERENCE, RELEASE, MISTAKEN)
+for _lesson in lessons(REPO):   # utils.demo's three samples, graded locally once for the whole session
+    want(_lesson, {MISTAKEN: load_samples(_lesson)[0]})
 
 
 def _need_cluster_tools():
@@ -84,24 +90,20 @@ def graded(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixture
     with loopback_cluster(2, base / "cluster") as cluster, contextlib.redirect_stdout(out):
         run = grade_lessons(course, scheduler=cluster.address)
     cluster_seconds = time.perf_counter() - start
+    print(f"\ncluster run {cluster_seconds:.0f} s ({len(run.outcomes)} submissions)\n" + out.getvalue())
+    return {"course": course, "run": run, "out": out.getvalue(), "names": names, "postgres": postgres_url}
 
-    # the same class graded locally, with the reference runs the cluster cached
-    local = _class(base / "local-course", None, names)
-    shutil.copytree(course / CACHE, local / CACHE, ignore=shutil.ignore_patterns("*.lock", "cluster-*"))
-    start = time.perf_counter()
-    local_run = grade_lessons(local, workers=2, feedback=False, export=False, quiet=True)
-    local_seconds = time.perf_counter() - start
-    print(f"\ncluster run {cluster_seconds:.0f} s, local run {local_seconds:.0f} s "
-          f"({len(run.outcomes)} submissions)\n" + out.getvalue())
-    return {"course": course, "run": run, "out": out.getvalue(), "local": local, "local_run": local_run,
-            "names": names, "postgres": postgres_url}
+
+def _local_scores(names) -> dict[tuple[str, str, str], float]:
+    """The same three samples of each lesson as graded locally (the session's shared grading)."""
+    return {(lesson, student, cell): score for lesson in names for student in SAMPLE_STUDENTS
+            for cell, (score, _) in graded_locally(lesson).scores(student).items()}
 
 
 def test_cluster_grades_like_a_local_run(graded):
     course, run, out = graded["course"], graded["run"], graded["out"]
     cluster_scores = _scores(graded["postgres"])
-    local_scores = _scores(f"sqlite:///{graded['local'] / 'gradebook.db'}")
-    assert cluster_scores == local_scores and len(cluster_scores) > 0
+    assert cluster_scores == _local_scores(graded["names"]) and len(cluster_scores) > 0
     students = {(o.lesson, o.student) for o in run.outcomes}
     assert len(students) == 9 and all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
     # every submission recorded once, once in grades.csv, once in the gradebook

@@ -311,6 +311,7 @@ class Server:
         """Type each command into a new JupyterLab terminal (a login shell, through the hub's
         proxy and terminado's websocket) and return what each printed; each must exit 0."""
         import asyncio
+        import concurrent.futures
 
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
@@ -340,7 +341,10 @@ class Server:
             return outputs
 
         try:
-            return asyncio.run(run())
+            # a thread of its own: an earlier test of the session (Playwright's sync API) may hold a
+            # running event loop in this one, where asyncio.run refuses to start
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                return pool.submit(asyncio.run, run()).result()
         finally:
             self.call("DELETE", f"/api/terminals/{name}")
 
