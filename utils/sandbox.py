@@ -476,6 +476,11 @@ def bwrap_command(layout: list[tuple[list[str], str]], env: dict[str, str], uid:
         cmd += ["--perms", "0755", "--dir", folder]
     for args, _reason in layout:
         cmd += args
+        if "--tmpfs" in args:   # a tmpfs hides the folders made under it above: make them again
+            under = args[-1].rstrip("/") + "/"
+            for folder in parents:
+                if folder.startswith(under):
+                    cmd += ["--perms", "0755", "--dir", folder]
     cmd += ["--chdir", "/", "--clearenv"]
     for key, value in sorted(env.items()):
         cmd += ["--setenv", key, value]
