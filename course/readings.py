@@ -6,7 +6,7 @@ scattered or overlapping runs read as "inconclusive", never as a claim. `interce
 states a line's fit and sets it beside given times, drawing no conclusion. `fixed_part_reading`
 fits a step's fixed part (never below 0); `knee_reading` reads where the line through a sweep's
 two longest passes reaches its shortest pass's time, and says "no knee" only when the longest
-pass is not above that time.
+pass is not above that time. `noise_warning` names the points whose runs disagree too much.
 """
 
 from __future__ import annotations

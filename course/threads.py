@@ -1,10 +1,10 @@
 """How many threads PyTorch's CPU kernels run on, chosen from the cores that are free now.
 
-`set_cpu_threads` runs one PyTorch thread per core that is free, and `interleave`
-(course.timing) chooses again before every round (`follow_load`): a thread that shares its core
-with another program holds up the others at every operation, so a count chosen once is stale as
-soon as a neighbour starts. Importing `course` before torch also makes the waiting workers sleep
-rather than spin (OMP_WAIT_POLICY=PASSIVE, course/__init__.py).
+`set_cpu_threads` runs one PyTorch thread per core that is free, and `interleave` (course.timing)
+chooses again before every round (`follow_load`): a thread that shares its core with another
+program holds up the others at every operation, so a count chosen once is stale as soon as a
+neighbour starts. Importing `course` before torch also makes the waiting workers sleep rather
+than spin (OMP_WAIT_POLICY=PASSIVE, course/__init__.py).
 """
 
 from __future__ import annotations

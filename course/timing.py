@@ -7,9 +7,10 @@ so that a drifting load hits all of them alike.
 - Turns. `interleave` and `in_turns` warm every function or point up once, then run them in
   rounds, forwards then backwards, with the probes (course.probes) among them, so a program that
   wakes up halfway slows the measurement and its reference rates alike. On a CPU the threads are
-  chosen again before every round (course.threads). A `Sampled` keeps every run: the median is
-  shown, its bar the fastest to the slowest run; `overlap` and `too_noisy` (runs more than 30 %
-  of their median apart) tell the lesson not to conclude.
+  chosen again before every round when set_cpu_threads() chose them (course.threads).
+- Statistics. A `Sampled` keeps every run: the median is shown, its bar the fastest to the
+  slowest run; `overlap` and `too_noisy` (runs more than 30 % of their median apart) tell the
+  lesson not to conclude.
 - `line_fit` is the least-squares line through points, which course.readings reads.
 """
 
