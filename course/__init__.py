@@ -8,7 +8,7 @@ Importing it first (before torch) makes PyTorch's CPU worker threads sleep while
 work instead of spinning (OMP_WAIT_POLICY=PASSIVE, unless the environment already says otherwise):
 a spinning worker holds a core that a neighbour's program may need, and when that program holds
 the worker's core, every operation waits for it. The OpenMP runtime reads the setting once, when
-torch loads it, so it has no effect after `import torch`; course.device.set_cpu_threads then still
+torch loads it, so it has no effect after `import torch`; course.threads.set_cpu_threads then still
 keeps the thread count to the free cores.
 """
 

@@ -1,4 +1,6 @@
-"""Hardware detection (course/device.py), with tiny measurements so the suite stays fast."""
+"""Hardware detection (course/detect.py), the device and its dtype (course/device.py), CPU threads
+(course/threads.py), timing in turns (course/timing.py) and the probes (course/probes.py), with
+tiny measurements so the suite stays fast."""
 
 from __future__ import annotations
 
@@ -8,12 +10,12 @@ import math
 import pytest
 import torch
 
-from course import device as dev
+from course import detect, device, probes, threads, timing
 
 
 def test_cpu_detection_is_measured_afresh_and_reused_only_when_asked(tmp_path, capsys):
     kw = dict(device="cpu", cache_dir=tmp_path, read_bytes=8 * 2**20, matmul_n=128, min_run_time=0.05)
-    acc = dev.detect_hardware(**kw)
+    acc = detect.detect_hardware(**kw)
     assert acc.measured and "measured" in acc.name and "measured" in acc.source
     assert 0 < acc.bandwidth_bytes_per_s < math.inf and 0 < acc.peak("fp32") < math.inf  # a rate, at any load
     assert acc.memory_bytes > 2**28
@@ -24,9 +26,9 @@ def test_cpu_detection_is_measured_afresh_and_reused_only_when_asked(tmp_path, c
     data["bandwidth_bytes_per_s"] = 123.0  # a stale record, e.g. written while the machine was busy
     files[0].write_text(json.dumps(data))
     capsys.readouterr()
-    assert dev.detect_hardware(**kw).bandwidth_bytes_per_s != 123.0  # never reused silently
+    assert detect.detect_hardware(**kw).bandwidth_bytes_per_s != 123.0  # never reused silently
     files[0].write_text(json.dumps(data))
-    reused = dev.detect_hardware(reuse=True, **kw)  # only when asked, saying how old it is
+    reused = detect.detect_hardware(reuse=True, **kw)  # only when asked, saying how old it is
     assert reused.bandwidth_bytes_per_s == 123.0
     out = capsys.readouterr().out
     assert "reusing figures measured" in out and str(files[0]) in out
@@ -34,44 +36,44 @@ def test_cpu_detection_is_measured_afresh_and_reused_only_when_asked(tmp_path, c
 
 def test_refresh_is_the_old_spelling_and_no_cache(tmp_path):
     kw = dict(device="cpu", read_bytes=4 * 2**20, matmul_n=64, min_run_time=0.02, verbose=False)
-    dev.detect_hardware(cache_dir=tmp_path, **kw)
+    detect.detect_hardware(cache_dir=tmp_path, **kw)
     path = next(tmp_path.glob("hardware-*.json"))
     data = json.loads(path.read_text())
     data["bandwidth_bytes_per_s"] = 123.0
     path.write_text(json.dumps(data))
-    assert dev.detect_hardware(cache_dir=tmp_path, refresh=False, **kw).bandwidth_bytes_per_s == 123.0
-    assert dev.detect_hardware(cache_dir=tmp_path, refresh=True, **kw).bandwidth_bytes_per_s != 123.0
-    assert dev.detect_hardware(use_cache=False, cache_dir=tmp_path / "unused", **kw).measured
+    assert detect.detect_hardware(cache_dir=tmp_path, refresh=False, **kw).bandwidth_bytes_per_s == 123.0
+    assert detect.detect_hardware(cache_dir=tmp_path, refresh=True, **kw).bandwidth_bytes_per_s != 123.0
+    assert detect.detect_hardware(use_cache=False, cache_dir=tmp_path / "unused", **kw).measured
     assert not (tmp_path / "unused").exists()
 
 
 def test_corrupt_cache_is_measured_again(tmp_path):
     kw = dict(device="cpu", read_bytes=4 * 2**20, matmul_n=64, min_run_time=0.02, verbose=False)
-    dev.detect_hardware(cache_dir=tmp_path, **kw)
+    detect.detect_hardware(cache_dir=tmp_path, **kw)
     path = next(tmp_path.glob("hardware-*.json"))
     path.write_text("not json")
-    assert 0 < dev.detect_hardware(cache_dir=tmp_path, reuse=True, **kw).bandwidth_bytes_per_s < math.inf
+    assert 0 < detect.detect_hardware(cache_dir=tmp_path, reuse=True, **kw).bandwidth_bytes_per_s < math.inf
 
 
 def test_cpu_defaults():
-    assert dev.model_dtype("cpu") == torch.float32
-    assert dev.dtype_name(torch.float32) == "fp32" and dev.dtype_name(torch.bfloat16) == "bf16"
-    dev.synchronize("cpu")  # nothing to wait for, must not fail
+    assert device.model_dtype("cpu") == torch.float32
+    assert device.dtype_name(torch.float32) == "fp32" and device.dtype_name(torch.bfloat16) == "bf16"
+    device.synchronize("cpu")  # nothing to wait for, must not fail
     before = torch.get_num_threads()
     try:
-        assert dev.set_cpu_threads() == torch.get_num_threads()
-        assert 1 <= torch.get_num_threads() <= dev.cpu_threads()
+        assert threads.set_cpu_threads() == torch.get_num_threads()
+        assert 1 <= torch.get_num_threads() <= threads.cpu_threads()
         with pytest.raises(ValueError, match="threads"):
-            dev.set_cpu_threads(0)
+            threads.set_cpu_threads(0)
     finally:
-        dev.set_cpu_threads(before)  # a number: fixed again, as the other tests expect
+        threads.set_cpu_threads(before)  # a number: fixed again, as the other tests expect
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
-    assert dev.default_cache_dir() == tmp_path
+    assert detect.default_cache_dir() == tmp_path
     monkeypatch.delenv("COURSE_CACHE_DIR")
-    assert dev.default_cache_dir().name in (".course_cache", "prefill-decode-course")
+    assert detect.default_cache_dir().name in (".course_cache", "prefill-decode-course")
 
 
 class _FakeCuda:
@@ -94,8 +96,8 @@ class _FakeCuda:
                                             ("NVIDIA GH200 480GB", "H200 SXM"), ("NVIDIA GH200 144G HBM3e", "H200 SXM"),
                                             ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM")])
 def test_known_gpu_comes_from_the_catalog(monkeypatch, name, expected):
-    monkeypatch.setattr(dev.torch, "cuda", _FakeCuda(name))
-    acc = dev.detect_hardware("cuda", verbose=False)
+    monkeypatch.setattr(detect.torch, "cuda", _FakeCuda(name))
+    acc = detect.detect_hardware("cuda", verbose=False)
     assert acc.name == expected and not acc.measured
 
 
@@ -107,10 +109,10 @@ def test_unknown_gpu_is_said_so_and_measured(monkeypatch, tmp_path, capsys):
     fake = _FakeCuda("Mystery GPU 9000")
     fake.get_device_properties = lambda device=None: Props()
     fake.is_bf16_supported = lambda: True
-    monkeypatch.setattr(dev.torch, "cuda", fake)
-    monkeypatch.setattr(dev, "measure_read_bandwidth", lambda device, nbytes, t: 1e12)
-    monkeypatch.setattr(dev, "measure_matmul_flops", lambda device, n, dtype, t: 1e14)
-    acc = dev.detect_hardware("cuda", cache_dir=tmp_path)
+    monkeypatch.setattr(detect.torch, "cuda", fake)
+    monkeypatch.setattr(detect, "measure_read_bandwidth", lambda device, nbytes, t: 1e12)
+    monkeypatch.setattr(detect, "measure_matmul_flops", lambda device, n, dtype, t: 1e14)
+    acc = detect.detect_hardware("cuda", cache_dir=tmp_path)
     out = capsys.readouterr().out
     assert "not in the course catalog" in out and "measuring" in out
     assert acc.measured and acc.bandwidth_bytes_per_s == 1e12 and acc.peak("bf16") == 1e14
@@ -126,92 +128,92 @@ def test_unknown_gpu_is_said_so_and_measured(monkeypatch, tmp_path, capsys):
     ("AMD Instinct MI300X", (9, 4), "6.2", torch.bfloat16),
 ])
 def test_bf16_only_where_the_gpu_computes_it_natively(monkeypatch, name, capability, hip, dtype):
-    monkeypatch.setattr(dev.torch, "cuda", _FakeCuda(name, capability))
-    monkeypatch.setattr(dev.torch.version, "hip", hip, raising=False)
-    assert dev.model_dtype("cuda") == dtype
-    assert dev.native_bf16("cuda") == (dtype == torch.bfloat16)
-    assert not dev.native_bf16("cpu")
+    monkeypatch.setattr(device.torch, "cuda", _FakeCuda(name, capability))
+    monkeypatch.setattr(device.torch.version, "hip", hip, raising=False)
+    assert device.model_dtype("cuda") == dtype
+    assert device.native_bf16("cuda") == (dtype == torch.bfloat16)
+    assert not device.native_bf16("cpu")
 
 
 def test_threads_follow_the_free_cores(monkeypatch):
-    monkeypatch.setattr(dev, "cpu_threads", lambda: 2)
-    monkeypatch.setattr(dev.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 0.0)
-    assert dev.free_cpu_cores() == 2
-    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 1.0)
-    assert dev.free_cpu_cores() == 1
-    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 7.0)  # load 8 on 2 cores: still one thread
-    assert dev.free_cpu_cores() == 1
-    assert dev.busy_cores() == 7.0
+    monkeypatch.setattr(threads, "cpu_threads", lambda: 2)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads, "busy_cores", lambda *a, **k: 0.0)
+    assert threads.free_cpu_cores() == 2
+    monkeypatch.setattr(threads, "busy_cores", lambda *a, **k: 1.0)
+    assert threads.free_cpu_cores() == 1
+    monkeypatch.setattr(threads, "busy_cores", lambda *a, **k: 7.0)  # load 8 on 2 cores: still one thread
+    assert threads.free_cpu_cores() == 1
+    assert threads.busy_cores() == 7.0
     # 4 of a 64-core host's cores, 32 tasks running elsewhere on it: about 2 of ours are busy
-    monkeypatch.setattr(dev, "cpu_threads", lambda: 4)
-    monkeypatch.setattr(dev.os, "cpu_count", lambda: 64)
-    monkeypatch.setattr(dev, "busy_cores", lambda *a, **k: 32.0)
-    assert dev.free_cpu_cores() == 2
+    monkeypatch.setattr(threads, "cpu_threads", lambda: 4)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(threads, "busy_cores", lambda *a, **k: 32.0)
+    assert threads.free_cpu_cores() == 2
 
 
 def test_busy_cores_reads_the_running_tasks():
-    assert 0.0 <= dev.busy_cores(samples=2, interval_s=0.0) < 1000
+    assert 0.0 <= threads.busy_cores(samples=2, interval_s=0.0) < 1000
 
 
 def test_interleave_alternates_and_warms_up_each_function():
     calls = []
     fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
-    result = dev.interleave(fns, rounds=3, warmup=1, timer=lambda fn: (fn(), 0.5)[1])
+    result = timing.interleave(fns, rounds=3, warmup=1, timer=lambda fn: (fn(), 0.5)[1])
     assert calls == list("abc") + list("abc") + list("cba") + list("abc")
     assert set(result) == set("abc") and result["a"].samples == [0.5] * 3
     assert result["b"].median == 0.5 and result["b"].rel_spread == 0.0
     with pytest.raises(ValueError, match="rounds"):
-        dev.interleave(fns, rounds=0)
+        timing.interleave(fns, rounds=0)
     with pytest.raises(ValueError, match="fns"):
-        dev.interleave({})
+        timing.interleave({})
 
 
 def test_sampled_statistics():
-    s = dev.Sampled("x", [0.3, 0.1, 0.2, 0.4])
+    s = timing.Sampled("x", [0.3, 0.1, 0.2, 0.4])
     assert s.median == pytest.approx(0.25) and s.low == 0.1 and s.high == 0.4
     assert s.rel_spread == pytest.approx(0.3 / 0.25)
 
 
 def test_a_utilisation_above_100_percent_is_never_shown():
-    ok = dev.held_against(18e9, 40e9, what="the read bandwidth")
+    ok = probes.held_against(18e9, 40e9, what="the read bandwidth")
     assert ok.fraction == pytest.approx(0.45) and ok.percent() == "45%"
     fresh = iter([30e9, 60e9])  # the first bound was measured under load: measured again, the best kept
-    again = dev.held_against(50e9, 20e9, remeasure=lambda: next(fresh))
+    again = probes.held_against(50e9, 20e9, remeasure=lambda: next(fresh))
     assert again.fraction == pytest.approx(50 / 60) and "measured again 2" in again.note
-    stuck = dev.held_against(50e9, 20e9, remeasure=lambda: 21e9)
+    stuck = probes.held_against(50e9, 20e9, remeasure=lambda: 21e9)
     assert stuck.fraction is None and stuck.percent() == "not shown" and "disturbed" in stuck.note
-    assert dev.held_against(50e9, 20e9).fraction is None
+    assert probes.held_against(50e9, 20e9).fraction is None
     with pytest.raises(ValueError, match="bound"):
-        dev.held_against(1.0, float("nan"))
+        probes.held_against(1.0, float("nan"))
 
 
 def test_probes_read_and_multiply_the_bytes_they_claim():
     from course.models import ModelConfig
     from course.toy_model import build_model
     model = build_model(ModelConfig("tiny", n_layers=1, d_model=32, n_heads=2, n_kv_heads=2, d_ff=48, vocab_size=50))
-    run, nbytes = dev.matvec_probe(model)
+    run, nbytes = probes.matvec_probe(model)
     run()
     assert nbytes == model.decode_weight_bytes() - sum(p.nbytes for n, p in model.named_parameters() if p.ndim == 1)
-    assert float(dev.read_probe(4096)()) == 1024.0
-    mm, flops = dev.matmul_probe(16)
+    assert float(probes.read_probe(4096)()) == 1024.0
+    mm, flops = probes.matmul_probe(16)
     assert mm().shape == (16, 16) and flops == 2 * 16**3
-    assert 0 < dev.measure_read_bandwidth("cpu", 4 * 2**20, 0.02) < math.inf
+    assert 0 < probes.measure_read_bandwidth("cpu", 4 * 2**20, 0.02) < math.inf
 
 
 def test_in_turns_keeps_the_runs_after_warm_up_and_shows_progress(capsys):
     seen = []
-    runs = dev.in_turns([1, 2], lambda p: seen.append(p) or 10 * p + len(seen), rounds=2, warmup=1, label="sweep")
+    runs = timing.in_turns([1, 2], lambda p: seen.append(p) or 10 * p + len(seen), rounds=2, warmup=1, label="sweep")
     assert seen == [1, 2, 1, 2, 2, 1]  # warm-up of each point, then forwards and backwards
     assert runs == {1: [13, 16], 2: [24, 25]}
-    assert [s.median for s in dev.sampled(runs)] == [14.5, 24.5]
+    assert [s.median for s in timing.sampled(runs)] == [14.5, 24.5]
     out = capsys.readouterr().out
     assert "sweep [" in out and "6/6 runs" in out and "left" in out and out.endswith("\n")
-    med, (below, above) = dev.error_bars(dev.sampled(runs), scale=2.0)
+    med, (below, above) = timing.error_bars(timing.sampled(runs), scale=2.0)
     assert med == [29.0, 49.0] and below == [3.0, 1.0] and above == [3.0, 1.0]
-    a, b, c = dev.Sampled("a", [1.0, 2.0]), dev.Sampled("b", [1.5, 3.0]), dev.Sampled("c", [5.0, 9.0])
-    assert dev.overlap(a, b) and not dev.overlap(a, c)
-    assert dev.too_noisy([a, dev.Sampled("d", [1.0, 1.1])]) == [0]
+    a, b, c = timing.Sampled("a", [1.0, 2.0]), timing.Sampled("b", [1.5, 3.0]), timing.Sampled("c", [5.0, 9.0])
+    assert timing.overlap(a, b) and not timing.overlap(a, c)
+    assert timing.too_noisy([a, timing.Sampled("d", [1.0, 1.1])]) == [0]
 
 
 def test_progress_rejects_a_bad_total():
@@ -224,28 +226,28 @@ def test_threads_chosen_without_a_number_follow_the_load_every_round(monkeypatch
     """set_cpu_threads() re-reads the free cores before every round of interleave; a number fixes them."""
     before = torch.get_num_threads()
     free = iter([2, 1, 1, 2, 2, 2])
-    monkeypatch.setattr(dev, "free_cpu_cores", lambda *a, **k: next(free))
+    monkeypatch.setattr(threads, "free_cpu_cores", lambda *a, **k: next(free))
     seen = []
     try:
-        assert dev.set_cpu_threads() == 2
-        dev.interleave({"a": lambda: seen.append(torch.get_num_threads())}, rounds=3, warmup=1)
+        assert threads.set_cpu_threads() == 2
+        timing.interleave({"a": lambda: seen.append(torch.get_num_threads())}, rounds=3, warmup=1)
         assert seen == [1, 1, 2, 2]  # warm-up and round 0 on the first re-read, rounds 1 and 2 on the next
-        dev.set_cpu_threads(2)
+        threads.set_cpu_threads(2)
         seen.clear()
-        dev.interleave({"a": lambda: seen.append(torch.get_num_threads())}, rounds=2, warmup=0)
+        timing.interleave({"a": lambda: seen.append(torch.get_num_threads())}, rounds=2, warmup=0)
         assert seen == [2, 2] and next(free) == 2  # fixed: the load was not read again
     finally:
-        dev.set_cpu_threads(before)
+        threads.set_cpu_threads(before)
 
 
 def test_busy_cores_leaves_out_this_process_own_threads(monkeypatch):
-    monkeypatch.setattr(dev, "_own_running_threads", lambda: 3)
-    real_read = dev.Path.read_text
-    monkeypatch.setattr(dev.Path, "read_text",
+    monkeypatch.setattr(threads, "_own_running_threads", lambda: 3)
+    real_read = threads.Path.read_text
+    monkeypatch.setattr(threads.Path, "read_text",
                         lambda self, *a, **k: "1.0 1.0 1.0 4/100 7" if str(self) == "/proc/loadavg" else real_read(self, *a, **k))
-    assert dev.busy_cores(samples=1) == 1.0  # 4 running, 3 of them ours
+    assert threads.busy_cores(samples=1) == 1.0  # 4 running, 3 of them ours
     monkeypatch.undo()
-    assert dev._own_running_threads() >= 1  # at least the thread that reads
+    assert threads._own_running_threads() >= 1  # at least the thread that reads
 
 
 def test_course_asks_for_sleeping_openmp_workers():

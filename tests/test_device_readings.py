@@ -1,4 +1,4 @@
-"""The conclusions lesson 3 prints under its measurements (course/device.py), fed fixed runs: each
+"""The conclusions lesson 3 prints under its measurements (course/readings.py), fed fixed runs: each
 reading follows the numbers, and the noise rule turns overlapping or scattered runs into
 'inconclusive' rather than a claim."""
 
@@ -8,114 +8,114 @@ import math
 
 import pytest
 
-from course import device as dev
+from course import readings, timing
 
-S = dev.Sampled
+S = timing.Sampled
 
 
 def test_change_reads_apart_bands_as_a_change():
-    assert dev.change(S("a", [1.0, 1.1, 1.05]), S("b", [3.0, 3.2, 3.1])) == "rose 2.95x"
-    assert dev.change(S("a", [1.0, 1.1, 1.05]), S("b", [0.5, 0.52, 0.51])).startswith("fell 0.49x")
+    assert readings.change(S("a", [1.0, 1.1, 1.05]), S("b", [3.0, 3.2, 3.1])) == "rose 2.95x"
+    assert readings.change(S("a", [1.0, 1.1, 1.05]), S("b", [0.5, 0.52, 0.51])).startswith("fell 0.49x")
 
 
 def test_change_says_no_change_only_for_tight_overlapping_runs():
-    assert dev.change(S("a", [1.0, 1.1, 1.05]), S("b", [1.02, 1.08, 1.06])).startswith("did not change")
+    assert readings.change(S("a", [1.0, 1.1, 1.05]), S("b", [1.02, 1.08, 1.06])).startswith("did not change")
 
 
 def test_change_halving_within_wide_bands_is_inconclusive_not_unchanged():
     # the tester's case: TTFT halved, but one point's runs spread over twice their median
-    said = dev.change(S("a", [0.2, 0.9, 0.3]), S("b", [0.15, 0.2, 0.16]))
+    said = readings.change(S("a", [0.2, 0.9, 0.3]), S("b", [0.15, 0.2, 0.16]))
     assert said.startswith("inconclusive") and "0.53x" in said and "did not change" not in said
 
 
 def test_noise_warning_names_the_noisy_points_only():
     stats = [S("a", [1.0, 1.05]), S("b", [1.0, 2.0])]
-    assert "[64]" in dev.noise_warning(stats, [16, 64], "TTFT") and "TTFT" in dev.noise_warning(stats, [16, 64], "TTFT")
-    assert dev.noise_warning(stats[:1], [16], "TTFT") == ""
+    assert "[64]" in readings.noise_warning(stats, [16, 64], "TTFT") and "TTFT" in readings.noise_warning(stats, [16, 64], "TTFT")
+    assert readings.noise_warning(stats[:1], [16], "TTFT") == ""
     with pytest.raises(ValueError, match="limit"):
-        dev.noise_warning(stats, [16, 64], "x", limit=0)
+        readings.noise_warning(stats, [16, 64], "x", limit=0)
 
 
 def test_warmup_reading_follows_the_cold_runs():
     warm = S("w", [0.100, 0.105, 0.110])
-    assert "one-off cost" in dev.warmup_reading([0.300, 0.104, 0.101], warm)
-    assert "2.9x" in dev.warmup_reading([0.300, 0.104, 0.101], warm)
+    assert "one-off cost" in readings.warmup_reading([0.300, 0.104, 0.101], warm)
+    assert "2.9x" in readings.warmup_reading([0.300, 0.104, 0.101], warm)
     # the tester's case: every cold run beat the warmed median
-    said = dev.warmup_reading([0.1436, 0.1051, 0.0660], S("w", [0.170, 0.175, 0.180]))
+    said = readings.warmup_reading([0.1436, 0.1051, 0.0660], S("w", [0.170, 0.175, 0.180]))
     assert said.startswith("-> no one-off cost") and "within the warmed runs" in said
     # a first run just above the slowest warmed run, well within their spread: no one-off cost named
-    said = dev.warmup_reading([0.190, 0.150], S("w", [0.140, 0.160, 0.180]))
+    said = readings.warmup_reading([0.190, 0.150], S("w", [0.140, 0.160, 0.180]))
     assert said.startswith("-> no one-off cost") and "one-off cost that" not in said
-    assert "inconclusive" in dev.warmup_reading([0.3, 0.104], S("w", [0.1, 0.2, 0.11]))  # warmed runs scattered
-    assert "inconclusive" in dev.warmup_reading([0.3, 0.4], warm)  # a later cold run slower still
+    assert "inconclusive" in readings.warmup_reading([0.3, 0.104], S("w", [0.1, 0.2, 0.11]))  # warmed runs scattered
+    assert "inconclusive" in readings.warmup_reading([0.3, 0.4], warm)  # a later cold run slower still
     with pytest.raises(ValueError, match="cold_s"):
-        dev.warmup_reading([], warm)
+        readings.warmup_reading([], warm)
 
 
 def test_line_fit_is_least_squares():
-    assert dev.line_fit([1, 2, 3], [3, 5, 7]) == pytest.approx((2.0, 1.0))
+    assert timing.line_fit([1, 2, 3], [3, 5, 7]) == pytest.approx((2.0, 1.0))
     with pytest.raises(ValueError, match="two"):
-        dev.line_fit([1], [1])
+        timing.line_fit([1], [1])
     with pytest.raises(ValueError, match="different"):
-        dev.line_fit([2, 2], [1, 3])
+        timing.line_fit([2, 2], [1, 3])
 
 
 def test_intercept_reading_states_the_fit_and_draws_no_conclusion():
     xs = [16, 64, 256]
     # the tester's numbers: about 270 ms at 16 tokens, about 1,310 at 256
     measured = [S("16", [0.26, 0.27, 0.28]), S("64", [0.45, 0.46, 0.47]), S("256", [1.30, 1.31, 1.32])]
-    said = dev.intercept_reading(xs, measured, "token", {"the weights read once at the bare products' rate": 0.19})
+    said = readings.intercept_reading(xs, measured, "token", {"the weights read once at the bare products' rate": 0.19})
     assert "meets 0 tokens at 191.7 ms (178.3 to 205.0" in said
     assert "the weights read once at the bare products' rate: 190.0 ms" in said
     for claim in ("fixed cost", "overhead", "launch", "->"):
         assert claim not in said
-    assert "\n" not in dev.intercept_reading(xs, measured, "token", {})
+    assert "\n" not in readings.intercept_reading(xs, measured, "token", {})
     with pytest.raises(ValueError, match="one entry per point"):
-        dev.intercept_reading(xs, measured[:2], "token", {})
+        readings.intercept_reading(xs, measured[:2], "token", {})
 
 
 def test_growth_reading_judges_every_point_not_the_two_ends():
     a = S("b1", [0.073, 0.074, 0.075])
     # the tester's batch sweep: batch 4 took 1.56x batch 1 where the estimate said 1.00x, batch 16 about as estimated
-    said = dev.growth_reading("the step", ["batch 1", "batch 4", "batch 16"],
+    said = readings.growth_reading("the step", ["batch 1", "batch 4", "batch 16"],
                               [a, S("b4", [0.113, 0.115, 0.117]), S("b16", [0.088, 0.090, 0.092])], [1.0, 1.0, 1.2])
     assert "at every point" not in said and "batch 4: 1.55x the first point (the estimate: 1.00x), more than" in said
     assert "batch 16: 1.22x the first point (the estimate: 1.20x), as the estimate predicts" in said
-    ok = dev.growth_reading("the step", [1, 4], [a, S("b4", [0.078, 0.080, 0.082])], [1.0, 1.05])
+    ok = readings.growth_reading("the step", [1, 4], [a, S("b4", [0.078, 0.080, 0.082])], [1.0, 1.05])
     assert ok.startswith("-> the step grew as the estimate predicts, within 30%, at every point")
-    assert "less than the estimate" in dev.growth_reading("TTFT", [16, 256], [a, S("b", [0.20, 0.21])], [1.0, 16.0])
-    scattered = dev.growth_reading("the step", [1, 4], [a, S("b", [0.05, 0.2, 0.1])], [1.0, 1.0])
+    assert "less than the estimate" in readings.growth_reading("TTFT", [16, 256], [a, S("b", [0.20, 0.21])], [1.0, 16.0])
+    scattered = readings.growth_reading("the step", [1, 4], [a, S("b", [0.05, 0.2, 0.1])], [1.0, 1.0])
     assert "inconclusive: the runs disagree too much" in scattered and "at every point" not in scattered
     # overlapping, tight runs 1.42x apart: neither a change nor no change, so no comparison
-    assert "inconclusive" in dev.growth_reading("the step", [1, 4], [S("a", [1.0, 1.25]), S("b", [1.25, 1.6, 1.62])],
+    assert "inconclusive" in readings.growth_reading("the step", [1, 4], [S("a", [1.0, 1.25]), S("b", [1.25, 1.6, 1.62])],
                                                 [1.0, 1.0])
     with pytest.raises(ValueError, match="expected_s"):
-        dev.growth_reading("x", [1, 2], [a, a], [1.0, 0.0])
+        readings.growth_reading("x", [1, 2], [a, a], [1.0, 0.0])
     with pytest.raises(ValueError, match="one entry per point"):
-        dev.growth_reading("x", [1], [a], [1.0])
+        readings.growth_reading("x", [1], [a], [1.0])
 
 
 def test_disagreement_only_when_ranges_are_apart():
     table, sweep = S("t", [2.1, 2.2, 2.3]), S("s", [1.30, 1.31, 1.32])
-    assert "different times" in dev.disagreement(table, sweep, "this prefill", "the prompt sweep's")
-    assert dev.disagreement(table, S("s", [2.0, 2.25]), "a", "b") == ""
+    assert "different times" in readings.disagreement(table, sweep, "this prefill", "the prompt sweep's")
+    assert readings.disagreement(table, S("s", [2.0, 2.25]), "a", "b") == ""
 
 
 def test_fixed_part_reading_follows_the_two_steps():
     # this machine's run at load 2: 48.7 ms for the full step, 20.4 ms at 0.27x the bytes
-    said = dev.fixed_part_reading(S("full", [0.04379, 0.04872, 0.05076]), S("thin", [0.01774, 0.02042, 0.02101]), 0.27)
+    said = readings.fixed_part_reading(S("full", [0.04379, 0.04872, 0.05076]), S("thin", [0.01774, 0.02042, 0.02101]), 0.27)
     assert "11% to 26% of the step is fixed" in said and said.count("\n") == 1
-    bandwidth = dev.fixed_part_reading(S("full", [0.100, 0.101, 0.102]), S("thin", [0.027, 0.0275, 0.028]), 0.27)
+    bandwidth = readings.fixed_part_reading(S("full", [0.100, 0.101, 0.102]), S("thin", [0.027, 0.0275, 0.028]), 0.27)
     assert "bandwidth-bound, not overhead-bound" in bandwidth
-    overhead = dev.fixed_part_reading(S("full", [0.010, 0.0105, 0.011]), S("thin", [0.0098, 0.0101, 0.0104]), 0.27)
+    overhead = readings.fixed_part_reading(S("full", [0.010, 0.0105, 0.011]), S("thin", [0.0098, 0.0101, 0.0104]), 0.27)
     assert "overhead-bound" in overhead and "did not follow the bytes" in overhead
-    mostly = dev.fixed_part_reading(S("full", [0.100, 0.101, 0.102]), S("thin", [0.080, 0.081, 0.082]), 0.27)
+    mostly = readings.fixed_part_reading(S("full", [0.100, 0.101, 0.102]), S("thin", [0.080, 0.081, 0.082]), 0.27)
     assert "at least" in mostly and "sets most of its time" in mostly
-    assert "inconclusive: the runs of a step disagree" in dev.fixed_part_reading(
+    assert "inconclusive: the runs of a step disagree" in readings.fixed_part_reading(
         S("full", [0.0649, 0.0949, 0.111]), S("thin", [0.025, 0.0254, 0.029]), 0.27)  # the first run of the day
-    assert "narrow step was the slower" in dev.fixed_part_reading(S("f", [0.05, 0.051]), S("t", [0.06, 0.061]), 0.27)
+    assert "narrow step was the slower" in readings.fixed_part_reading(S("f", [0.05, 0.051]), S("t", [0.06, 0.061]), 0.27)
     with pytest.raises(ValueError, match="bytes_ratio"):
-        dev.fixed_part_reading(S("f", [1.0]), S("t", [1.0]), 1.5)
+        readings.fixed_part_reading(S("f", [1.0]), S("t", [1.0]), 1.5)
 
 
 KNEE_T = [1, 2, 4, 8, 16, 32, 64, 128]
@@ -126,7 +126,7 @@ def _passes(ms):
 
 
 def test_knee_reading_finds_a_knee_inside_the_sweep():
-    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 100, 100, 101, 110, 150, 300]), formula=20.0)
+    knee, said = readings.knee_reading(KNEE_T, _passes([100, 100, 100, 100, 101, 110, 150, 300]), formula=20.0)
     # line through (64, 150) and (128, 300) meets 100 at 64 - 50 / (150 / 64) = 42.7
     assert knee == pytest.approx(64 - 50 / (150 / 64))
     assert "42.7 tokens" in said and "x the formula's 20.0" in said and "no knee" not in said
@@ -135,32 +135,32 @@ def test_knee_reading_finds_a_knee_inside_the_sweep():
 def test_knee_reading_crossing_below_the_smallest_t_says_the_time_rises_from_it():
     # the tester's run: T = 128 at 8.31x the one-token pass, the line meets its level near T = -33
     ms = [100, 110, 130, 170, 250, 420, 623, 831]
-    knee, said = dev.knee_reading(KNEE_T, _passes(ms))
+    knee, said = readings.knee_reading(KNEE_T, _passes(ms))
     assert knee < 1 and "8.31x" in said
     assert "already rises from T = 1" in said and "below it" in said
     assert "no knee" not in said and "not above" not in said and "disturbed" not in said
 
 
 def test_knee_reading_no_knee_only_when_the_longest_pass_is_not_above_the_smallest():
-    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 99, 98, 100, 99, 97, 99]))
+    knee, said = readings.knee_reading(KNEE_T, _passes([100, 100, 99, 98, 100, 99, 97, 99]))
     assert math.isnan(knee) and "no knee" in said and "0.99x" in said
 
 
 def test_knee_reading_last_two_not_rising_is_no_line_not_no_knee():
-    knee, said = dev.knee_reading(KNEE_T, _passes([100, 100, 100, 120, 150, 200, 300, 290]))
+    knee, said = readings.knee_reading(KNEE_T, _passes([100, 100, 100, 120, 150, 200, 300, 290]))
     assert math.isnan(knee) and "no line" in said and "no knee" not in said and "2.90x" in said
 
 
 def test_knee_reading_range_clamped_and_bad_input_named():
     # medians 1.0, 1.15, 1.55: knee at 1.25; the spreads' steepest-down corner meets 1.0 at -1, shown as 0
-    knee, said = dev.knee_reading([1, 2, 4], [S("a", [1.0, 1.0]), S("b", [1.0, 1.3]), S("c", [1.5, 1.6])])
+    knee, said = readings.knee_reading([1, 2, 4], [S("a", [1.0, 1.0]), S("b", [1.0, 1.3]), S("c", [1.5, 1.6])])
     assert knee == pytest.approx(1.25) and "(0.0 to" in said
     with pytest.raises(ValueError, match="ascending"):
-        dev.knee_reading([4, 2, 1], _passes([1, 2, 3]))
+        readings.knee_reading([4, 2, 1], _passes([1, 2, 3]))
     with pytest.raises(ValueError, match="ascending"):
-        dev.knee_reading([1, 2], _passes([1, 2]))
+        readings.knee_reading([1, 2], _passes([1, 2]))
 
 
 def test_fixed_part_range_never_below_zero():
-    said = dev.fixed_part_reading(S("full", [0.30, 0.40, 0.50]), S("thin", [0.08, 0.10, 0.14]), 0.27)
+    said = readings.fixed_part_reading(S("full", [0.30, 0.40, 0.50]), S("thin", [0.08, 0.10, 0.14]), 0.27)
     assert "from -" not in said and "from 0.00 to" in said

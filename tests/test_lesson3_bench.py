@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from course.device import set_cpu_threads
+from course.threads import set_cpu_threads
 from course.models import ModelConfig
 from course.toy_model import build_model
 from utils import bench
@@ -45,7 +45,7 @@ def test_decode_and_prefill_pieces_run_and_count():
 
 
 def test_targets_match_h100_h200_and_gh200_not_measured_gpus():
-    from course.device import catalog_accelerator
+    from course.detect import catalog_accelerator
     for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA GH200 480GB"):
         assert bench.is_target_gpu(catalog_accelerator(name).name), name
     assert catalog_accelerator("NVIDIA GH200 480GB").name == "H200 SXM"

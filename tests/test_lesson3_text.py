@@ -4,7 +4,7 @@
   time of at most 75 minutes in the first cell;
 - exercises lettered A, B, C, ... without a gap;
 - lesson 2's per-block floor said once (one max(...) in the text), the measuring harness in one
-  paragraph (the rest is in course/device.py);
+  paragraph (the rest is in course/timing.py);
 - the graded prediction comes before the sweeps it predicts.
 """
 

@@ -8,7 +8,7 @@
 A benchmark, not a test: it prints what it measured next to the bound it is held against and
 the course's target, and exits 0 either way (--strict: exit 1 when a target is missed).
 
-Every bound is measured in the same run as what it bounds, in turns with it (course.device.
+Every bound is measured in the same run as what it bounds, in turns with it (course.timing.
 interleave), so that load on a shared machine hits both alike; nothing measured earlier is reused
 unless --reuse says so. A utilisation above 100 % is never printed: the bound is measured again,
 and if the excess persists the run is reported as disturbed.
@@ -40,9 +40,11 @@ from typing import Callable
 
 import torch
 
-from course.device import (describe, detect_hardware, dtype_name, held_against, interleave, matmul_probe,
-                           matvec_probe, model_dtype, pick_device, read_probe, set_cpu_threads, synchronize,
-                           timed_call)
+from course.detect import describe, detect_hardware
+from course.device import dtype_name, model_dtype, pick_device, synchronize
+from course.probes import held_against, matmul_probe, matvec_probe, read_probe
+from course.threads import set_cpu_threads
+from course.timing import interleave, timed_call
 from course.toy_model import ToyTransformer, aten_ops, attention_kernels, build_model, count_flops, launches
 
 CPU_DECODE_TARGET = 0.80  # of bare matrix-vector products over the same weights, same run
@@ -172,7 +174,7 @@ def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = 15,
     a quiet machine, then with a neighbour (a process spinning on one core) started mid-run.
 
     Threads: set_cpu_threads(threads): by default the cores free now, chosen again before every
-    round (course.device.follow_load). Returns per condition the medians, the share of the bare
+    round (course.threads.follow_load). Returns per condition the medians, the share of the bare
     products' rate decode reached (the median over rounds of matvec time / decode time: a round's
     two calls ran within tens of milliseconds of each other, under the same load), the threads
     of each round and the load average."""

@@ -172,7 +172,7 @@ def device_facts(gpu: bool) -> dict:
         if driver_cuda:
             facts["driver_cuda"] = driver_cuda
     else:
-        from course.device import cpu_name
+        from course.detect import cpu_name
         facts["device"] = f"CPU: {cpu_name()} (rehearsal, no GPU)"
     return facts
 

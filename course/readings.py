@@ -1,0 +1,217 @@
+"""The lines lesson 3 prints about its runs: what the measurements show, in words.
+
+`change`, `warmup_reading`, `growth_reading` (every point against a model's prediction) and
+`disagreement` turn runs into the lines lesson 3 prints, with one noise rule (NOISE_LIMIT):
+scattered or overlapping runs read as "inconclusive", never as a claim. `intercept_reading`
+states a line's fit and sets it beside given times, drawing no conclusion. `fixed_part_reading`
+fits a step's fixed part (never below 0); `knee_reading` reads where the line through a sweep's
+two longest passes reaches its shortest pass's time, and says "no knee" only when the longest
+pass is not above that time. `noise_warning` names the points whose runs disagree too much.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from course.timing import Sampled, line_fit, overlap, too_noisy
+
+
+# --- conclusions computed from the runs ----------------------------------------------------------
+# Lesson 3 prints what its own runs show, never an outcome fixed in advance. These helpers turn
+# Sampled runs into one line each, with one noise rule: runs more than NOISE_LIMIT of their median
+# apart, or a comparison whose min-max bands overlap, decide nothing.
+
+NOISE_LIMIT = 0.3
+
+
+def _check_limit(limit: float) -> None:
+    if not (isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0):
+        raise ValueError(f"limit must be a positive fraction such as 0.3, got {limit!r}")
+
+
+def noise_warning(stats: list[Sampled], points: list, what: str, limit: float = NOISE_LIMIT) -> str:
+    """A line naming the points whose runs disagree by more than `limit` of their median, or ""."""
+    _check_limit(limit)
+    noisy = [points[i] for i in too_noisy(stats, limit)]
+    if not noisy:
+        return ""
+    return (f"  careful: the runs of {what} at {noisy} disagree by more than {limit:.0%} of their median; the "
+            f"machine was busy. Trust only differences larger than the bars, or re-run this cell when it is quieter.")
+
+
+def change(a: Sampled, b: Sampled, limit: float = NOISE_LIMIT) -> str:
+    """How b's runs differ from a's, in words: 'rose 3.10x' / 'fell 0.52x' when the min-max bands
+    are apart; 'did not change beyond the spread' only when the bands overlap, neither is noisy and
+    the medians are within `limit` of each other; otherwise 'inconclusive', with the ratio."""
+    _check_limit(limit)
+    ratio = b.median / a.median
+    if not overlap(a, b):
+        return f"{'rose' if ratio > 1 else 'fell'} {ratio:.2f}x"
+    if max(a.rel_spread, b.rel_spread) <= limit and abs(ratio - 1) <= limit:
+        return f"did not change beyond the spread of the runs ({ratio:.2f}x)"
+    return (f"inconclusive: {ratio:.2f}x between the medians, but the runs' ranges overlap "
+            f"({a.low * 1e3:,.1f} to {a.high * 1e3:,.1f} ms against {b.low * 1e3:,.1f} to {b.high * 1e3:,.1f} ms)")
+
+
+def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMIT) -> str:
+    """What a few runs with no warm-up (in order, seconds) show against warmed runs of the same step.
+
+    A one-off cost is named only when the first cold run is slower than the slowest warmed run by
+    more than the warmed runs' own spread (and more than `limit` of their median), and slower than
+    the cold runs after it: a first run within that margin shows nothing the noise does not."""
+    _check_limit(limit)
+    if not cold_s or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in cold_s):
+        raise ValueError(f"cold_s must be one or more positive durations in seconds, got {cold_s!r}")
+    first, later = cold_s[0], list(cold_s[1:])
+    span = f"warmed runs {warm.low * 1e3:,.1f} to {warm.high * 1e3:,.1f} ms"
+    if warm.rel_spread > limit:
+        return (f"-> inconclusive: the warmed runs themselves disagree by {warm.rel_spread:.0%} of their median "
+                f"({span}); the machine was busy. Re-run this cell when it is quieter.")
+    margin = max(warm.high - warm.low, limit * warm.median)
+    if first > warm.high + margin and (not later or first > max(later)):
+        return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}), more than "
+                f"their spread above the slowest: a one-off cost that the warm-up keeps out of the timings")
+    if first <= warm.high + margin:
+        slower = [t for t in later if t > warm.high + margin]
+        tail = "" if not slower else f"; {len(slower)} later cold run(s) were slower, which warm-up does not explain"
+        return (f"-> no one-off cost beyond the noise showed here: the first cold run ({first * 1e3:,.1f} ms) was "
+                f"within the {span}, or above them by less than their spread{tail}. A CPU may have little to warm "
+                f"up; on a GPU the first calls also pay for the CUDA context and compilation")
+    return (f"-> inconclusive: the first cold run was above the {span}, but so was a later one: "
+            f"the load changed while measuring")
+
+
+def intercept_reading(xs: list[float], measured: list[Sampled], unit: str, reads_s: dict[str, float]) -> str:
+    """A line through the medians against x: its slope, where it meets x = 0 and the range the
+    runs' spreads allow for that intercept (the least-squares intercept is a weighted sum of the
+    points), set beside the seconds given in `reads_s` ({what: seconds}, e.g. the time to read
+    the weights once at a reference rate). It draws no conclusion: what the intercept holds is
+    for the reader to say."""
+    if not (len(xs) == len(measured)):
+        raise ValueError("xs and measured must have one entry per point")
+    slope, intercept = line_fit(xs, [s.median for s in measured])
+    mx = statistics.fmean(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    weights = [1 / len(xs) - mx * (x - mx) / sxx for x in xs]  # intercept = sum(w * y)
+    lowest = sum(w * (s.low if w > 0 else s.high) for w, s in zip(weights, measured))
+    highest = sum(w * (s.high if w > 0 else s.low) for w, s in zip(weights, measured))
+    line = (f"a line through the medians rises {slope * 1e3:,.3f} ms per {unit} and meets 0 {unit}s at "
+            f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads)")
+    beside = "; ".join(f"{what}: {seconds * 1e3:,.1f} ms" for what, seconds in reads_s.items())
+    return f"{line}\n   beside it, {beside}" if beside else line
+
+
+def growth_reading(what: str, points: list, measured: list[Sampled], expected_s: list[float],
+                   model: str = "the estimate", limit: float = NOISE_LIMIT) -> str:
+    """Did `what` grow from the first point to each of the others as `model` (expected_s, seconds
+    at each point) predicts? One line per point; 'as ... predicts' for the whole sweep only when
+    every point agrees within `limit`; a point whose runs are noisy, or overlap the first's when
+    the model expects a change, is 'inconclusive'."""
+    _check_limit(limit)
+    if not (len(points) == len(measured) == len(expected_s)) or len(points) < 2:
+        raise ValueError("points, measured and expected_s need one entry per point, two or more points")
+    if not all(isinstance(e, (int, float)) and math.isfinite(e) and e > 0 for e in expected_s):
+        raise ValueError(f"expected_s must be positive times, got {expected_s!r}")
+    first, lines, agree = measured[0], [], True
+    for point, s, e in zip(points[1:], measured[1:], expected_s[1:]):
+        ratio, wanted = s.median / first.median, e / expected_s[0]
+        moved = change(first, s, limit)
+        said = f"{point}: {ratio:.2f}x the first point (the {model.removeprefix('the ')}: {wanted:.2f}x)"
+        if too_noisy([first, s], limit) or moved.startswith("inconclusive") or (overlap(first, s) and abs(wanted - 1) > limit):
+            lines.append(f"{said}, inconclusive: the runs disagree too much")
+            agree = False
+        elif abs(ratio / wanted - 1) <= limit:
+            lines.append(f"{said}, as {model} predicts within {limit:.0%}")
+        else:
+            lines.append(f"{said}, {'more' if ratio > wanted else 'less'} than {model} predicts")
+            agree = False
+    head = (f"-> {what} grew as {model} predicts, within {limit:.0%}, at every point" if agree
+            else f"-> {what}, point by point against the first")
+    return head + "".join(f"\n   {line}" for line in lines)
+
+
+def disagreement(a: Sampled, b: Sampled, what_a: str, what_b: str) -> str:
+    """A line when two measurements of the same work, taken at different times, disagree, or ""."""
+    if overlap(a, b):
+        return ""
+    return (f"  note: {what_a} took {a.median * 1e3:,.1f} ms (median) and {what_b} {b.median * 1e3:,.1f} ms, "
+            f"ranges apart: they ran at different times, each under the load it met, and each is held "
+            f"only against the reference rates measured beside it.")
+
+
+def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: float = NOISE_LIMIT) -> str:
+    """Two steps with the same launches, one reading `bytes_ratio` of the other's bytes: fit
+    time = fixed part + bytes / rate through them and say what the runs allow of the fixed part
+    (two lines: the fit, then the reading)."""
+    _check_limit(limit)
+    if not (isinstance(bytes_ratio, (int, float)) and 0 < bytes_ratio < 1):
+        raise ValueError(f"bytes_ratio must be between 0 and 1 (the narrow step reads fewer bytes), got {bytes_ratio!r}")
+
+    def fixed(thin_s: float, full_s: float) -> float:  # the line through both points, at 0 bytes
+        return (thin_s - bytes_ratio * full_s) / (1 - bytes_ratio)
+
+    fixed_s, low, high = fixed(thin.median, full.median), fixed(thin.low, full.high), fixed(thin.high, full.low)
+    line = (f"fixed part: {fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full "
+            f"step); anywhere from {max(low, 0) * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads (a fixed "
+            f"part is never below 0)")
+    if too_noisy([full, thin], limit):
+        return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
+                f"machine was busy. Re-run this cell when it is quieter.")
+    if thin.low > full.high:
+        return (f"{line}\n-> inconclusive: the narrow step was the slower, which no fixed part explains; the machine "
+                f"was disturbed. Re-run this cell when it is quieter.")
+    if overlap(full, thin):
+        return (f"{line}\n-> {bytes_ratio:.2f}x the bytes took as long, within the spreads: the time did not follow "
+                f"the bytes; this step is overhead-bound")
+    if high <= 0.25 * full.median:
+        return (f"{line}\n-> at most {max(high, 0) / full.median:.0%} of the step is fixed: its time follows the "
+                f"bytes; this step is bandwidth-bound, not overhead-bound")
+    if low >= 0.5 * full.median:
+        return (f"{line}\n-> at least {low / full.median:.0%} of the step is fixed: per-step overhead, not bytes, "
+                f"sets most of its time")
+    if high - low <= 0.25 * full.median:
+        return (f"{line}\n-> {max(low, 0) / full.median:.0%} to {high / full.median:.0%} of the step is fixed: "
+                f"per-step overhead sets that part of its time, the bytes the rest")
+    return (f"{line}\n-> inconclusive: the spreads allow a fixed part from {max(low, 0) / full.median:.0%} "
+            f"to {high / full.median:.0%} of the step")
+
+
+def knee_reading(tokens: list[int], passes: list[Sampled], formula: float | None = None) -> tuple[float, str]:
+    """Passes of `tokens` tokens each (ascending, the first the smallest): where the line through the
+    two longest passes reaches the smallest pass's time, and what the runs allow of it. Returns
+    (the crossing in tokens, or nan where there is none to read; the lines to print). `formula`:
+    a knee to compare with (tokens), or None."""
+    if len(tokens) != len(passes) or len(tokens) < 3 or list(tokens) != sorted(set(tokens)):
+        raise ValueError(f"need three or more ascending token counts, one pass each; got {tokens!r} and {len(passes)} passes")
+    t0, ta, tb = tokens[0], tokens[-2], tokens[-1]
+    level, a, b = passes[0], passes[-2], passes[-1]
+
+    def meeting(lv: float, ya: float, yb: float) -> float:
+        slope = (yb - ya) / (tb - ta)
+        return tb - (yb - lv) / slope if slope > 0 else math.nan
+
+    ratio = f"the {tb}-token pass took {b.median / level.median:.2f}x the {t0}-token pass"
+    if b.median <= level.median:
+        return math.nan, (f"measured: {ratio}: the longest pass was not above the smallest one's time, so no knee "
+                          f"shows within {tb} tokens; the machine may have been disturbed. Re-run this cell when it "
+                          f"is quieter.")
+    knee = meeting(level.median, a.median, b.median)
+    if not math.isfinite(knee):
+        return math.nan, (f"measured: {ratio}, but the {tb}-token pass was not above the {ta}-token one, so no line "
+                          f"through them reads a knee; the machine may have been disturbed. Re-run this cell when it "
+                          f"is quieter.")
+    if knee <= t0:
+        return knee, (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time "
+                      f"at {knee:,.1f} tokens, at or below the smallest T: the time already rises from T = {t0}, and "
+                      f"the knee of this run lies below it")
+    corners = [meeting(x, y, z) for x in (level.low, level.high) for y in (a.low, a.high) for z in (b.low, b.high)]
+    if all(math.isfinite(c) for c in corners):
+        spread = f"{max(min(corners), 0):,.1f} to {max(corners):,.1f} within the runs' spreads"
+    else:
+        spread = "the runs' spreads also allow the two longest passes to be level, so no range"
+    line = (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time at "
+            f"{knee:,.1f} tokens ({spread})")
+    if formula is not None and formula > 0:
+        line += f", {knee / formula:.2f}x the formula's {formula:,.1f}"
+    return knee, line
