@@ -13,9 +13,9 @@ the approximate n^2/2 causal count); each must keep full marks.
 MISTAKES = {
     # Counts the reads of X and W but forgets that Y is written back.
     "matmul": '''
-def matmul_cost(B, D, F, bytes_per_elem=2.0):
-    flops = 2 * B * D * F
-    nbytes = bytes_per_elem * (B * D + D * F)
+def matmul_cost(T, D, F, bytes_per_elem=2.0):
+    flops = 2 * T * D * F
+    nbytes = bytes_per_elem * (T * D + D * F)
     return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
 ''',
     # Takes the no-overlap sum for the floor (and the max for the no-overlap time).
@@ -182,13 +182,13 @@ def attention_flops(cfg, new_tokens, cached_tokens=0):
 
 LOOPS = {
     "matmul": '''
-def matmul_cost(B, D, F, bytes_per_elem=2.0):
+def matmul_cost(T, D, F, bytes_per_elem=2.0):
     elements = 0
-    for rows, cols in ((B, D), (D, F), (B, F)):  # X read, W read, Y written
+    for rows, cols in ((T, D), (D, F), (T, F)):  # X read, W read, Y written
         elements += rows * cols
     flops = 0
     for _ in range(2):  # the multiply, then the add
-        flops += B * D * F
+        flops += T * D * F
     nbytes = elements * bytes_per_elem
     return dict(flops=flops, bytes=nbytes, intensity=flops / nbytes)
 ''',
@@ -319,9 +319,9 @@ FORMULAS = {
     "matmul": '''
 import numpy as np
 
-def matmul_cost(B, D, F, bytes_per_elem=2.0):
-    intensity = 2 * B * D * F / (bytes_per_elem * (B * D + D * F + B * F))
-    flops = np.float64(2.0) * B * D * F
+def matmul_cost(T, D, F, bytes_per_elem=2.0):
+    intensity = 2 * T * D * F / (bytes_per_elem * (T * D + D * F + T * F))
+    flops = np.float64(2.0) * T * D * F
     return {"flops": flops, "bytes": flops / intensity, "intensity": intensity}
 ''',
     # The binding resource from the intensity against the ridge (a tie is compute-bound).
