@@ -41,8 +41,11 @@ system-deps:
 demo-deps:
 	@bash utils/system_deps.sh bubblewrap
 
+# Two test processes, each test file whole in one of them (TEST_PROCESSES=0: all in this one);
+# each lesson is still graded once per run (tests/grading_runs.py).
+TEST_PROCESSES ?= 2
 test: $(STAMP) system-deps
-	$(PY) -m pytest -rs --durations=20
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -rs --durations=20
 
 build: $(STAMP)
 	$(PY) -m utils.build

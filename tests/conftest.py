@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+import grading_runs
 
 from utils import nbauthor as nb
 from utils.coursedir import REPO, nbgrader, scratch_config
@@ -38,6 +41,14 @@ def make_course(root: Path, cells: list) -> Path:
     nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)
     nbgrader(["generate_assignment", SYNTH, "--force"], cwd=root)
     return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_grading_per_lesson_across_test_processes(tmp_path_factory):
+    """Under pytest-xdist, the lessons' shared gradings (tests/grading_runs.py) live in the folder
+    above every process's own temporary folder, which all of them see."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        grading_runs.SHARED = tmp_path_factory.getbasetemp().parent
 
 
 @pytest.fixture

@@ -12,6 +12,11 @@ calls get the same result. The submissions are graded by utils.grade's parallel 
 core, at most four), as `make grade` grades a class. The same overrides declared under two names are graded once. Asking for
 a submission after the lesson was graded is an error, never a second grading.
 
+Under pytest-xdist (`make test` runs two test processes) every process collects the same modules,
+so declares the same submissions; the first process to need a lesson grades it under a file lock
+in the session's shared temporary folder and leaves the result there, and the others read it: one
+grading per lesson per session still.
+
 What a test reads (LessonRun): the check's scores per student and cell, problems and log; each
 graded cell's verdict line in the autograded notebook; the reference solution's observations as
 grading ran them.
@@ -19,10 +24,12 @@ grading ran them.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib
 import json
 import os
+import pickle
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +48,7 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 _wanted: dict[str, dict[str, dict[str, str]]] = {}    # lesson -> {name: overrides}
 _alias: dict[str, dict[str, str]] = {}               # lesson -> {name: name graded under}
 _graded: set[str] = set()
+SHARED: Path | None = None   # set by conftest.py under pytest-xdist: a folder every test process sees
 
 
 def samples_module(lesson: str):
@@ -112,11 +120,27 @@ class LessonRun:
 
 @functools.lru_cache(maxsize=None)
 def graded(lesson: str) -> LessonRun:
-    """Grade `lesson` once: reference, release and every submission declared so far."""
+    """Grade `lesson` once: reference, release and every submission declared so far (once per
+    session: under pytest-xdist, the first process to ask grades and the others read its result)."""
+    _graded.add(lesson)
+    if SHARED is None:
+        return _grade(lesson)
+    done = SHARED / f"graded-{lesson}.pickle"
+    with open(SHARED / f"graded-{lesson}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # another process may be grading it: wait for it
+        if done.is_file():
+            return pickle.loads(done.read_bytes())
+        run = _grade(lesson)
+        part = done.with_suffix(".part")
+        part.write_bytes(pickle.dumps(run))
+        part.replace(done)
+        return run
+
+
+def _grade(lesson: str) -> LessonRun:
     from utils.grading.reference import ReferenceRefused, reference_for
     from utils.grading.verdicts import read_verdicts
 
-    _graded.add(lesson)
     extra = {name: sample_submission(REPO, lesson, overrides) for name, overrides in _wanted.get(lesson, {}).items()}
     check = check_lesson(REPO, lesson, extra, keep=True, workers=WORKERS)
     scratch = check.scratch

@@ -1,8 +1,9 @@
 """Cheating inside the kernel earns nothing: the grade is decided outside the student's process.
 
 One scratch course with a small lesson of its own (an `add` exercise, a numpy `scale` exercise
-and a quiz question: 2 + 2 + 1 points) is graded in one `nbgrader autograde` run through the real
-pipeline (utils.grade, one worker). Each cheat below is a wrong answer plus a way of making a
+and a quiz question: 2 + 2 + 1 points) is graded through the real pipeline (utils.grade, two
+workers side by side as `make grade` runs on two cores, each an `nbgrader autograde` run that
+grades its share of the students one after another). Each cheat below is a wrong answer plus a way of making a
 graded cell look right from inside the kernel: patched comparison functions and modules, tracing
 and frame rewriting, rebinding the names the checks use, silent resume through the interpreter's
 and the kernel's hooks, forged observations and messages, a fake score, extra or missing
@@ -136,7 +137,7 @@ def graded(tmp_path_factory):
         folder = course / "submitted" / student / LESSON
         folder.mkdir(parents=True)
         nbformat.write(submission_from(release, source, overrides), str(folder / NB))
-    run = grade_lessons(course, [LESSON], workers=1, cell_timeout=60, quiet=True)
+    run = grade_lessons(course, [LESSON], workers=2, cell_timeout=60, quiet=True)
     s = course_settings(course)
     from utils.coursedir import read_scores_url
 

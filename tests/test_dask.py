@@ -7,6 +7,8 @@ untouched release, plausible mistakes). It is graded once on the cluster (fresh 
 the reference runs there, once per lesson) and compared cell by cell with the same submissions
 graded locally by utils.grade's workers: the test session's one grading of each lesson
 (tests/grading_runs.py), which the lesson tests read too, so no class is graded twice locally.
+The reference's observations on the cluster are compared value for value with the local run's
+(the lessons' determinism check: two runs in two processes).
 The second test grades one lesson again on a fresh gradebook, SIGKILLs a worker while it grades a
 submission, and checks every submission graded exactly once with the same scores.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import shutil
 import threading
 import time
@@ -25,9 +28,10 @@ import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
-from utils.coursedir import REPO, lessons, read_scores_url, scratch_course
+from utils.coursedir import REPO, lessons, read_scores_url, scratch_course, source_notebook
 from utils.demo import place_samples
 from utils.grade import CACHE, grade_lessons
+from utils.grading.reference import Reference, cache_key
 from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
@@ -114,6 +118,17 @@ def test_cluster_grades_like_a_local_run(graded):
     assert set(run.cluster["references"]) == set(graded["names"])
     assert all(info["ran"] for info in run.cluster["references"].values())
     assert len(list((course / CACHE).glob("*.json"))) == 3
+    # and observed what the local run observed: the reference is deterministic across processes
+    # and machines (the lesson tests check unique labels, and the reference graded as a student)
+    for lesson in graded["names"]:
+        ran_here = graded_locally(lesson).reference
+        cached = course / CACHE / f"{cache_key(source_notebook(course, lesson))}.json"
+        ran_there = Reference.from_json(json.loads(cached.read_text()))
+        assert ran_here is not None and set(ran_there.observations) == set(ran_here.observations), lesson
+        for gid, seen in ran_there.observations.items():
+            # repr: every value exactly, and a NaN equal to a NaN
+            assert list(map(repr, seen)) == list(map(repr, ran_here.observations[gid])), \
+                f"{lesson} {gid}: the reference observed otherwise on a worker"
     assert not list((course / CACHE).glob("cluster-gradebook-*"))
     # both workers took a share; progress and the dashboard were shown
     assert sorted(w.split()[0] for w in run.cluster["workers"]) == ["worker-1", "worker-2"]

@@ -5,8 +5,9 @@ the lesson (tests/grading_runs.py, shared with test_lessons.py); Verdicts judged
 against the reference solution's observations, outside the student's kernel, and these tests read
 the verdict lines of the autograded notebooks (each checked against the cell's score):
 
-- the reference's observations, as grading ran them and run once more: the same labels and values
-  (deterministic), labels unique per cell, every graded cell passes;
+- the reference's observations, as grading ran them: labels unique per cell, and every graded cell
+  passes when the reference solution is graded as a student in a second kernel (deterministic;
+  test_dask.py compares a third run on a Dask worker value for value);
 - the release (stubs): every graded cell fails;
 - the plausible-mistakes sample (utils/samples/01_two_phases.py): exactly the cells of its mistakes
   fail;
@@ -64,17 +65,16 @@ def failed(name: str) -> set[str]:
     return graded(LESSON).failed(name)
 
 
-def test_reference_observations_deterministic_and_labels_unique():
-    from utils.grading.reference import run_reference
-
+def test_reference_observations_labelled_uniquely_in_every_graded_cell():
+    """Determinism: the reference solution, graded as a student in a kernel of its own, is judged
+    against these observations and must pass every cell (test_reference_passes_every_graded_cell);
+    test_dask.py compares a third run, on a Dask worker, value for value."""
     first = graded(LESSON).reference.observations
-    second = run_reference(SOURCE, 600).observations
     assert list(first) == GRADED
     for gid, obs in first.items():
         labels = [o.label for o in obs]
         assert labels, f"{gid}: no observations"
         assert len(set(labels)) == len(labels), f"{gid}: repeated labels"
-        assert obs == second[gid], f"{gid}: the reference's observations differ between two runs"
 
 
 def test_reference_passes_every_graded_cell():

@@ -46,10 +46,10 @@ def failed(name: str) -> set[str]:
     return graded(LESSON).failed(name)
 
 
-def test_reference_observes_in_every_graded_cell_and_deterministically():
-    from utils.grading.observations import judge, visible_labels
-    from utils.grading.reference import run_reference
-
+def test_reference_observes_in_every_graded_cell():
+    """Determinism: the reference solution, graded as a student in a kernel of its own, is judged
+    against these observations and passes every cell (test_lessons.py); test_dask.py compares a
+    third run, on a Dask worker."""
     reference = graded(LESSON).reference
     obs = reference.observations
     nb = nbformat.read(str(SOURCE), as_version=4)
@@ -58,11 +58,7 @@ def test_reference_observes_in_every_graded_cell_and_deterministically():
     for gid, found in obs.items():
         labels = [o.label for o in found]
         assert found and len(labels) == len(set(labels)), f"{gid}: no or repeated labels"
-    again = run_reference(SOURCE, 600).observations   # a second run observes the same
-    assert set(again) == cells
-    for gid in cells:
-        verdict = judge(obs[gid], again[gid], visible_labels(reference.sources[gid]))
-        assert verdict.passed, f"{gid}: {verdict.message}"
+    assert graded(LESSON).failed("reference-solution") == set(), graded(LESSON).messages("reference-solution")
 
 
 def test_hidden_tests_hold_no_expected_values():

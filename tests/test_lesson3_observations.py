@@ -2,7 +2,8 @@
 the release fails every graded cell, the reference passes them all, each plausible mistake in
 utils/samples/03_timing_prefill_decode.py loses only its own cell(s), each timing mistake loses its
 cell for a wrong observed value (not an error), every correct variant keeps them all, and the
-reference's observations are the same on a second run.
+reference solution, graded as a student in a second kernel, passes against the first run's
+observations (test_dask.py compares a third run, on a Dask worker, value for value).
 
 The reference, the release, the plausible mistakes and the variants are graded once, through
 nbgrader with the sandbox, in the session's one grading of the lesson (tests/grading_runs.py,
@@ -76,12 +77,10 @@ def failed(name: str) -> set[str]:
     return graded(LESSON).failed(name)
 
 
-def test_reference_observations_are_deterministic_and_labels_unique():
-    from utils.grading.reference import run_reference
-
+def test_reference_observations_are_labelled_uniquely():
+    """Determinism: the reference solution graded as a student (a second kernel) passes every cell
+    below; test_dask.py compares a third run, on a Dask worker, value for value."""
     first = graded(LESSON).reference.observations
-    again = run_reference(SOURCE, 600).observations
-    assert first == again
     for gid, observations in first.items():
         labels = [o.label for o in observations]
         assert observations and len(labels) == len(set(labels)), gid
