@@ -4,9 +4,11 @@
 `disagreement` turn runs into the lines lesson 3 prints, with one noise rule (NOISE_LIMIT):
 scattered or overlapping runs read as "inconclusive", never as a claim. `intercept_reading`
 states a line's fit and sets it beside given times, drawing no conclusion. `fixed_part_reading`
-fits a step's fixed part (never below 0); `knee_reading` reads where the line through a sweep's
-two longest passes reaches its shortest pass's time, and says "no knee" only when the longest
-pass is not above that time. `noise_warning` names the points whose runs disagree too much.
+fits a step's fixed part (never states one below 0); `knee_reading` reads where the line through a
+sweep's two longest passes reaches its shortest pass's time, says "no knee" only when the longest
+pass is not above that time, and that the time rises from the shortest pass only when the next
+pass's runs are above its runs. `noise_warning` names the points whose runs disagree too much.
+Noise shows that runs disagree, not why: the lines say the machine "may have been busy".
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def noise_warning(stats: list[Sampled], points: list, what: str, limit: float = 
     if not noisy:
         return ""
     return (f"  careful: the runs of {what} at {noisy} disagree by more than {limit:.0%} of their median; the "
-            f"machine was busy. Trust only differences larger than the bars, or re-run this cell when it is quieter.")
+            f"machine may have been busy. Trust only differences larger than the bars, or re-run this cell when it is quieter.")
 
 
 def change(a: Sampled, b: Sampled, limit: float = NOISE_LIMIT) -> str:
@@ -67,7 +69,7 @@ def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMI
     span = f"warmed runs {warm.low * 1e3:,.1f} to {warm.high * 1e3:,.1f} ms"
     if warm.rel_spread > limit:
         return (f"-> inconclusive: the warmed runs themselves disagree by {warm.rel_spread:.0%} of their median "
-                f"({span}); the machine was busy. Re-run this cell when it is quieter.")
+                f"({span}); the machine may have been busy. Re-run this cell when it is quieter.")
     margin = max(warm.high - warm.low, limit * warm.median)
     if first > warm.high + margin and (not later or first > max(later)):
         return (f"-> the first cold run took {first / warm.median:.1f}x the warmed median ({span}), more than "
@@ -75,11 +77,19 @@ def warmup_reading(cold_s: list[float], warm: Sampled, limit: float = NOISE_LIMI
     if first <= warm.high + margin:
         slower = [t for t in later if t > warm.high + margin]
         tail = "" if not slower else f"; {len(slower)} later cold run(s) were slower, which warm-up does not explain"
+        if first < warm.low:
+            where = f"faster than every warmed run ({span})"
+        elif first <= warm.high:
+            where = f"within the {span}"
+        else:
+            # here their spread is at most `limit` of their median, so margin is that share of it
+            where = (f"{(first - warm.high) * 1e3:,.1f} ms above the slowest of the {span}, less than "
+                     f"{margin / warm.median:.0%} of their median")
         return (f"-> no one-off cost beyond the noise showed here: the first cold run ({first * 1e3:,.1f} ms) was "
-                f"within the {span}, or above them by less than their spread{tail}. A CPU may have little to warm "
-                f"up; on a GPU the first calls also pay for the CUDA context and compilation")
+                f"{where}{tail}. A CPU may have little to warm up; on a GPU the first calls also pay for the CUDA "
+                f"context and compilation")
     return (f"-> inconclusive: the first cold run was above the {span}, but so was a later one: "
-            f"the load changed while measuring")
+            f"the load may have changed while measuring")
 
 
 def intercept_reading(xs: list[float], measured: list[Sampled], unit: str, reads_s: dict[str, float]) -> str:
@@ -96,7 +106,8 @@ def intercept_reading(xs: list[float], measured: list[Sampled], unit: str, reads
     weights = [1 / len(xs) - mx * (x - mx) / sxx for x in xs]  # intercept = sum(w * y)
     lowest = sum(w * (s.low if w > 0 else s.high) for w, s in zip(weights, measured))
     highest = sum(w * (s.high if w > 0 else s.low) for w, s in zip(weights, measured))
-    line = (f"a line through the medians rises {slope * 1e3:,.3f} ms per {unit} and meets 0 {unit}s at "
+    line = (f"a line through the medians {'rises' if slope >= 0 else 'falls'} {abs(slope) * 1e3:,.3f} ms per {unit} "
+            f"and meets 0 {unit}s at "
             f"{intercept * 1e3:,.1f} ms ({lowest * 1e3:,.1f} to {highest * 1e3:,.1f} within the runs' spreads)")
     beside = "; ".join(f"{what}: {seconds * 1e3:,.1f} ms" for what, seconds in reads_s.items())
     return f"{line}\n   beside it, {beside}" if beside else line
@@ -152,18 +163,23 @@ def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: 
         return (thin_s - bytes_ratio * full_s) / (1 - bytes_ratio)
 
     fixed_s, low, high = fixed(thin.median, full.median), fixed(thin.low, full.high), fixed(thin.high, full.low)
-    line = (f"fixed part: {fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full "
-            f"step); anywhere from {max(low, 0) * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads (a fixed "
-            f"part is never below 0)")
+    fit = (f"{fixed_s * 1e3:.2f} ms per step from the medians ({fixed_s / full.median:.0%} of the full step)"
+           if fixed_s >= 0 else f"below 0 from the medians (their line meets 0 bytes at {fixed_s * 1e3:.2f} ms)")
+    allowed = (f"anywhere from {max(low, 0) * 1e3:.2f} to {high * 1e3:.2f} ms within the runs' spreads" if high >= 0
+               else "below 0 anywhere within the runs' spreads")
+    line = f"fixed part: {fit}; {allowed} (a fixed part is never below 0)"
     if too_noisy([full, thin], limit):
         return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
-                f"machine was busy. Re-run this cell when it is quieter.")
+                f"machine may have been busy. Re-run this cell when it is quieter.")
     if thin.low > full.high:
         return (f"{line}\n-> inconclusive: the narrow step was the slower, which no fixed part explains; the machine "
                 f"was disturbed. Re-run this cell when it is quieter.")
     if overlap(full, thin):
         return (f"{line}\n-> {bytes_ratio:.2f}x the bytes took as long, within the spreads: the time did not follow "
                 f"the bytes; this step is overhead-bound")
+    if high < 0:
+        return (f"{line}\n-> {bytes_ratio:.2f}x the bytes took less than {bytes_ratio:.2f}x the time even within the "
+                f"spreads: no fixed part shows, so this step is not overhead-bound; its time fell more than its bytes")
     if high <= 0.25 * full.median:
         return (f"{line}\n-> at most {max(high, 0) / full.median:.0%} of the step is fixed: its time follows the "
                 f"bytes; this step is bandwidth-bound, not overhead-bound")
@@ -202,9 +218,13 @@ def knee_reading(tokens: list[int], passes: list[Sampled], formula: float | None
                           f"through them reads a knee; the machine may have been disturbed. Re-run this cell when it "
                           f"is quieter.")
     if knee <= t0:
+        second = passes[1]
+        shown = (f"the time already rises from T = {t0}: the {tokens[1]}-token pass was above the {t0}-token one "
+                 f"beyond their spreads" if second.low > level.high else
+                 f"the {tokens[1]}-token pass's runs overlap the {t0}-token one's (or fall below them), so the sweep "
+                 f"does not show the time rising from T = {t0}")
         return knee, (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time "
-                      f"at {knee:,.1f} tokens, at or below the smallest T: the time already rises from T = {t0}, and "
-                      f"the knee of this run lies below it")
+                      f"at {knee:,.1f} tokens: by this line the knee of this run lies at or below T = {t0}; {shown}")
     corners = [meeting(x, y, z) for x in (level.low, level.high) for y in (a.low, a.high) for z in (b.low, b.high)]
     if all(math.isfinite(c) for c in corners):
         spread = f"{max(min(corners), 0):,.1f} to {max(corners):,.1f} within the runs' spreads"
