@@ -175,7 +175,7 @@ def detect_hardware(device: torch.device | str | None = None, reuse: bool = Fals
     data = _measure(device, key, where, reuse, verbose, read_bytes or 256 * 2**20, matmul_n or 2048,
                     torch.float32, min_run_time)
     return Accelerator(
-        f"CPU: {cpu_name()}, {threads} threads (measured)", {"fp32": data["matmul_flops_per_s"]},
+        f"CPU: {cpu_name()}, {threads} thread{'' if threads == 1 else 's'} (measured)", {"fp32": data["matmul_flops_per_s"]},
         data["bandwidth_bytes_per_s"], _total_memory_bytes(), source=_measured_source(data, torch.float32),
         measured=True, l2_cache_bytes=cpu_last_level_cache_bytes())
 

@@ -7,7 +7,7 @@
   under nbgrader) in turns with what is compared with them, and take each probe's best run. `matvec_probe` times bare
   matrix-vector products over a model's own weights: the work a decode step cannot avoid.
 - Re-measuring. `held_against` never shows a utilisation above 100 %: the reference rate is
-  measured again, and if the measurement still beats it, the run is reported as disturbed.
+  measured again, and if the measurement still beats it, the note says the conditions changed.
 - On a GPU the peaks are the datasheet's (course.hardware); its read probe is kept small so that
   it fits beside the model.
 """
@@ -91,7 +91,7 @@ class Held:
 
     achieved: float  # units per second
     bound: float  # units per second, the best of the probes
-    fraction: float | None  # achieved / bound; None when it stayed above 1 (a disturbed run)
+    fraction: float | None  # achieved / bound; None when it stayed above 1 (the conditions changed)
     note: str  # one line for the reader
 
     def percent(self) -> str:
@@ -103,7 +103,7 @@ def held_against(achieved: float, bound: float, remeasure: Callable[[], float] |
     """Hold a measured rate against a measured bound. A rate above its bound is impossible: the
     bound is measured again (remeasure() returns a fresh rate; the best is kept) up to `tries`
     times, and if the rate still exceeds it, no utilisation is given and the note says that the
-    machine was disturbed while measuring."""
+    conditions changed between the measurements."""
     for name, value in (("achieved", achieved), ("bound", bound)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite rate > 0, got {value!r}")
@@ -113,9 +113,9 @@ def held_against(achieved: float, bound: float, remeasure: Callable[[], float] |
         remeasured += 1
     if achieved > bound:
         return Held(achieved, bound, None,
-                    f"measured {achieved / bound:.2f}x {what}, which is impossible: the machine was "
-                    f"disturbed while measuring (another process took cores or memory bandwidth). "
-                    f"Re-run this cell when it is quieter")
+                    f"measured {achieved / bound:.2f}x {what}, which the same work under the same conditions "
+                    f"cannot do: the conditions changed between the measurements (another process may have "
+                    f"taken cores or memory bandwidth). Re-run this cell when it is quieter")
     note = f"{achieved / bound:.0%} of {what}"
     if remeasured:
         note += f" ({what} measured again {remeasured} time(s): the first measurement was low)"

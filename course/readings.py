@@ -172,8 +172,8 @@ def fixed_part_reading(full: Sampled, thin: Sampled, bytes_ratio: float, limit: 
         return (f"{line}\n-> inconclusive: the runs of a step disagree by more than {limit:.0%} of their median; the "
                 f"machine may have been busy. Re-run this cell when it is quieter.")
     if thin.low > full.high:
-        return (f"{line}\n-> inconclusive: the narrow step was the slower, which no fixed part explains; the machine "
-                f"was disturbed. Re-run this cell when it is quieter.")
+        return (f"{line}\n-> inconclusive: the narrow step was the slower, which no fixed part explains: the conditions "
+                f"changed between the runs (the machine may have been busy). Re-run this cell when it is quieter.")
     if overlap(full, thin):
         return (f"{line}\n-> {bytes_ratio:.2f}x the bytes took as long, within the spreads: the time did not follow "
                 f"the bytes; this step is overhead-bound")
