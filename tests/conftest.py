@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import hashlib
+import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,13 +39,34 @@ def synthetic_cells(test_body: str | None = None, quiz_hidden: str | None = None
     ]
 
 
+_built: dict[str, Path] = {}   # the cells' digest -> a course built from them once per test process
+_templates = Path(tempfile.mkdtemp(prefix="synthetic-courses-"))
+atexit.register(shutil.rmtree, _templates, True)
+
+
 def make_course(root: Path, cells: list) -> Path:
-    """A course directory at `root` with the synthetic lesson in source/ and its release built."""
+    """A course directory at `root` with the synthetic lesson in source/ and its release built.
+    Built (nbgrader generate_assignment, about 6 s) once per test process for the same cells, then
+    copied, with a config naming its own gradebook."""
+    key = hashlib.sha256(json.dumps(cells, sort_keys=True).encode()).hexdigest()
+    if key not in _built:
+        template = _templates / key
+        scratch_config(template, REPO)
+        (template / "course").mkdir(exist_ok=True)
+        nb.write(template / "source" / SYNTH / "synthetic.ipynb", cells)
+        nbgrader(["generate_assignment", SYNTH, "--force"], cwd=template)
+        _built[key] = template
+    shutil.copytree(_built[key], root, dirs_exist_ok=True)
     scratch_config(root, REPO)
-    (root / "course").mkdir(exist_ok=True)
-    nb.write(root / "source" / SYNTH / "synthetic.ipynb", cells)
-    nbgrader(["generate_assignment", SYNTH, "--force"], cwd=root)
     return root
+
+
+# The two longest files first, one in each test process, so that neither is left running alone at the end.
+FIRST = ("test_hub_classroom.py", "test_dask.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: FIRST.index(item.path.name) if item.path.name in FIRST else len(FIRST))
 
 
 @pytest.fixture(scope="session", autouse=True)
