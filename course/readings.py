@@ -117,8 +117,9 @@ def growth_reading(what: str, points: list, measured: list[Sampled], expected_s:
                    model: str = "the estimate", limit: float = NOISE_LIMIT) -> str:
     """Did `what` grow from the first point to each of the others as `model` (expected_s, seconds
     at each point) predicts? One line per point; 'as ... predicts' for the whole sweep only when
-    every point agrees within `limit`; a point whose runs are noisy, or overlap the first's when
-    the model expects a change, is 'inconclusive'."""
+    every point agrees within `limit`, every ratio its runs allow (fastest against slowest) included;
+    a point whose runs are noisy, overlap the first's when the model expects a change, or allow
+    ratios both within and beyond `limit` of the model's, is 'inconclusive'."""
     _check_limit(limit)
     if not (len(points) == len(measured) == len(expected_s)) or len(points) < 2:
         raise ValueError("points, measured and expected_s need one entry per point, two or more points")
@@ -127,15 +128,20 @@ def growth_reading(what: str, points: list, measured: list[Sampled], expected_s:
     first, lines, agree = measured[0], [], True
     for point, s, e in zip(points[1:], measured[1:], expected_s[1:]):
         ratio, wanted = s.median / first.median, e / expected_s[0]
+        low, high = s.low / first.high, s.high / first.low   # every ratio the runs allow
         moved = change(first, s, limit)
         said = f"{point}: {ratio:.2f}x the first point (the {model.removeprefix('the ')}: {wanted:.2f}x)"
         if too_noisy([first, s], limit) or moved.startswith("inconclusive") or (overlap(first, s) and abs(wanted - 1) > limit):
             lines.append(f"{said}, inconclusive: the runs disagree too much")
             agree = False
-        elif abs(ratio / wanted - 1) <= limit:
+        elif wanted * (1 - limit) <= low and high <= wanted * (1 + limit):
             lines.append(f"{said}, as {model} predicts within {limit:.0%}")
-        else:
+        elif low > wanted * (1 + limit) or high < wanted * (1 - limit):
             lines.append(f"{said}, {'more' if ratio > wanted else 'less'} than {model} predicts")
+            agree = False
+        else:
+            lines.append(f"{said}, inconclusive: the runs allow {low:.2f}x to {high:.2f}x, within {limit:.0%} of "
+                         f"{model} and beyond it")
             agree = False
     head = (f"-> {what} grew as {model} predicts, within {limit:.0%}, at every point" if agree
             else f"-> {what}, point by point against the first")

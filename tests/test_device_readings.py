@@ -89,6 +89,10 @@ def test_growth_reading_judges_every_point_not_the_two_ends():
     # overlapping, tight runs 1.42x apart: neither a change nor no change, so no comparison
     assert "inconclusive" in readings.growth_reading("the step", [1, 4], [S("a", [1.0, 1.25]), S("b", [1.25, 1.6, 1.62])],
                                                 [1.0, 1.0])
+    # a quiet run's batch 16: the medians 1.27x the estimate's ratio, but the runs allow up to 1.51x
+    straddles = readings.growth_reading("the step", [1, 16], [S("b1", [1.00, 1.02, 1.04]), S("b16", [2.20, 2.23, 2.60])],
+                                        [1.0, 1.72])
+    assert "as the estimate predicts" not in straddles and "inconclusive: the runs allow 2.12x to 2.60x" in straddles
     with pytest.raises(ValueError, match="expected_s"):
         readings.growth_reading("x", [1, 2], [a, a], [1.0, 0.0])
     with pytest.raises(ValueError, match="one entry per point"):
