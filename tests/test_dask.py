@@ -28,10 +28,10 @@ import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
-from utils.coursedir import REPO, lessons, read_scores_url, scratch_course, source_notebook
+from utils.coursedir import REPO, lessons, read_scores_url, scratch_course
 from utils.demo import place_samples
 from utils.grade import CACHE, grade_lessons
-from utils.grading.reference import Reference, cache_key
+from utils.grading.reference import Reference
 from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
@@ -122,7 +122,7 @@ def test_cluster_grades_like_a_local_run(graded):
     # and machines (the lesson tests check unique labels, and the reference graded as a student)
     for lesson in graded["names"]:
         ran_here = graded_locally(lesson).reference
-        cached = course / CACHE / f"{cache_key(source_notebook(course, lesson))}.json"
+        cached = course / CACHE / f"{run.cluster['references'][lesson]['key']}.json"   # the worker's key
         ran_there = Reference.from_json(json.loads(cached.read_text()))
         assert ran_here is not None and set(ran_there.observations) == set(ran_here.observations), lesson
         for gid, seen in ran_there.observations.items():
