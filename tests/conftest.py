@@ -39,6 +39,12 @@ def synthetic_cells(test_body: str | None = None, quiz_hidden: str | None = None
     ]
 
 
+# Nothing a test runs writes into the checkout: figures that lesson 3's code measures (course.detect)
+# go to a folder of this test process (tests that need the default delete the variable).
+_cache = tempfile.mkdtemp(prefix="course-cache-")
+atexit.register(shutil.rmtree, _cache, True)
+os.environ["COURSE_CACHE_DIR"] = _cache
+
 _built: dict[str, Path] = {}   # the cells' digest -> a course built from them once per test process
 _templates = Path(tempfile.mkdtemp(prefix="synthetic-courses-"))
 atexit.register(shutil.rmtree, _templates, True)

@@ -112,7 +112,8 @@ def run_reference(source: Path, timeout: int) -> "Reference":
                                 extra_arguments=["--HistoryManager.hist_file=:memory:"],
                                 resources={"metadata": {"path": str(work)}})
         start = time.perf_counter()
-        client.execute(env=reference_env())
+        # measured figures (lesson 3's hardware detection) stay in this run's folder, not the checkout
+        client.execute(env=reference_env() | {"COURSE_CACHE_DIR": str(Path(tmp) / "course-cache")})
         seconds = time.perf_counter() - start
     sources = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if is_test_cell(c)}
     observed = {c.metadata.nbgrader.grade_id: collect(c.get("outputs", [])) for c in nb.cells if is_test_cell(c)}
