@@ -17,7 +17,11 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 $(STAMP): requirements.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt -e .
+	@# Byte-compiled here, on every core at once (pip compiles one file at a time): the sandboxed
+	@# kernels cannot write __pycache__ into the environment. As with pip, a file this Python cannot
+	@# compile (torch ships one written for 3.12) is left as it is.
+	@$(PY) -m compileall -q -j0 $(VENV)/lib >/dev/null || true
 	touch $(STAMP)
 
 env: $(STAMP)
