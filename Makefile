@@ -49,7 +49,7 @@ demo-deps:
 # each lesson is still graded once per run (tests/grading_runs.py).
 TEST_PROCESSES ?= 2
 test: $(STAMP) system-deps
-	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile -rs --durations=20
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder -rs --durations=20
 
 build: $(STAMP)
 	$(PY) -m utils.build

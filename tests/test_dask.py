@@ -9,8 +9,10 @@ graded locally by utils.grade's workers: the test session's one grading of each 
 (tests/grading_runs.py), which the lesson tests read too, so no class is graded twice locally.
 The reference's observations on the cluster are compared value for value with the local run's
 (the lessons' determinism check: two runs in two processes).
-The second test grades one lesson again on a fresh gradebook, SIGKILLs a worker while it grades a
-submission, and checks every submission graded exactly once with the same scores.
+The second test grades the small synthetic lesson (tests/conftest.py) on a fresh gradebook: three
+submissions whose first cell waits a few seconds (time to kill a worker mid-submission, with almost
+no CPU spent), SIGKILLs a worker while it grades one, and checks every submission graded exactly
+once, with full marks.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import contextlib
 import csv
 import io
 import json
-import shutil
 import threading
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
@@ -36,7 +38,9 @@ from utils.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"
-KILL_LESSON = "01_two_phases"
+# A submission that takes seconds on a worker, waiting rather than computing: the reference answer
+KILL_STUDENTS = ("ann", "bo", "cy")
+SLOW_SQUARE = "import time\ntime.sleep(5)\n\ndef square(x):\n    return x * x"
 SAMPLE_STUDENTS = (REFERENCE, RELEASE, MISTAKEN)
 for _lesson in lessons(REPO):   # utils.demo's three samples, graded locally once for the whole session
     want(_lesson, {MISTAKEN: load_samples(_lesson)[0]})
@@ -137,14 +141,24 @@ def test_cluster_grades_like_a_local_run(graded):
     assert list((course / "feedback" / "reference-solution").rglob("*.html"))
 
 
-def test_a_worker_killed_mid_submission_costs_nothing(graded, tmp_path):
+def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path):  # noqa: F811
+    _need_cluster_tools()
     from distributed import Client
 
+    from conftest import SYNTH, make_course, synthetic_cells
     from utils.cluster import loopback_cluster
+    from utils.coursedir import submission_from
 
-    db = _database(graded["postgres"], "gradebook_kill")
-    course = _class(tmp_path / "course", db, [KILL_LESSON])
-    shutil.copytree(graded["course"] / CACHE, course / CACHE, ignore=shutil.ignore_patterns("*.lock", "cluster-*"))
+    db = _database(postgres_url, "gradebook_kill")
+    course = make_course(tmp_path / "course", synthetic_cells())
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.CourseDirectory.db_url = {db!r}\n")
+    release = nbformat.read(str(course / "release" / SYNTH / "synthetic.ipynb"), as_version=4)
+    source = nbformat.read(str(course / "source" / SYNTH / "synthetic.ipynb"), as_version=4)
+    for student in KILL_STUDENTS:
+        (course / "submitted" / student / SYNTH).mkdir(parents=True)
+        nbformat.write(submission_from(release, source, {"square": SLOW_SQUARE}),
+                       str(course / "submitted" / student / SYNTH / "synthetic.ipynb"))
     killed: dict[str, str] = {}
 
     with loopback_cluster(2, tmp_path / "cluster") as cluster:
@@ -157,7 +171,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(graded, tmp_path):
                 deadline = time.monotonic() + 600
                 while time.monotonic() < deadline and victim.poll() is None:
                     keys = [k for k in client.processing().get(address, ()) if str(k).startswith("grade-")]
-                    started = list(cluster.scratch["worker-1"].glob(f"grade-{KILL_LESSON}-*"))
+                    started = list(cluster.scratch["worker-1"].glob(f"grade-{SYNTH}-*"))
                     if keys and started:
                         since = since or time.monotonic()
                         if time.monotonic() - since > 3:
@@ -170,19 +184,21 @@ def test_a_worker_killed_mid_submission_costs_nothing(graded, tmp_path):
         thread.start()
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            run = grade_lessons(course, [KILL_LESSON], scheduler=cluster.address)
+            run = grade_lessons(course, [SYNTH], scheduler=cluster.address)
         thread.join(timeout=60)
         print(out.getvalue())
 
     assert "key" in killed, "worker-1 was never seen grading a submission"
-    victim = next(s for (_, s) in run.cluster["recorded"] if killed["key"].startswith(f"grade-{KILL_LESSON}-{s}-"))
+    victim = next(s for (_, s) in run.cluster["recorded"] if killed["key"].startswith(f"grade-{SYNTH}-{s}-"))
     students = {(o.lesson, o.student) for o in run.outcomes}
-    assert len(students) == 3 and all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
+    assert students == {(SYNTH, s) for s in KILL_STUDENTS}
+    assert all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
     assert set(run.cluster["recorded"]) == students and set(run.cluster["recorded"].values()) == {1}
     assert sorted(_csv_rows(course)) == sorted(students)
-    assert _scores(db) == {k: v for k, v in _scores(graded["postgres"], [KILL_LESSON]).items()}
+    assert _scores(db) == {(SYNTH, s, cell): points for s in KILL_STUDENTS
+                           for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
     # the killed worker's submission was graded again on the other one, and says so
-    assert f"{KILL_LESSON}/{victim}" in run.cluster["retried"]
+    assert f"{SYNTH}/{victim}" in run.cluster["retried"]
     note = next(o for o in run.outcomes if o.student == victim).notes
     assert any("was lost (the worker died); graded again on worker-2" in n for n in note), note
     assert all(w.startswith("worker-2") for w in run.cluster["workers"]), run.cluster["workers"]
