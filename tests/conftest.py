@@ -69,14 +69,16 @@ def make_course(root: Path, cells: list) -> Path:
     return root
 
 
-# The longest files first (as measured, docs/benchmarks.md), the short ones after them in collection
-# order, so that the two test processes end at about the same time instead of one of them running
-# a long file alone at the end. `make test` passes --no-loadscope-reorder: pytest-xdist would
-# otherwise hand out files by their number of tests, and these long files hold few.
-LONGEST_FIRST = ("test_dask.py", "test_lessons.py", "test_lesson3_observations.py", "test_lesson2_observations.py",
-                 "test_sandbox.py", "browser/test_student.py", "test_without_bubblewrap.py",
-                 "test_bad_submissions.py", "test_workflow.py", "test_hub_classroom.py", "test_cheats.py",
-                 "test_tools.py", "test_postgres.py")
+# The order in which the two test processes take the files (pytest-xdist hands each process the next
+# file when it runs short of tests; `make test` passes --no-loadscope-reorder, without which it would
+# hand them out by number of tests, and the long files hold few): the three lesson gradings first,
+# the other long files in the other process meanwhile, the Dask cluster once the gradings it is
+# compared with are done, the files that read a lesson's grading after that, then the short files in
+# collection order, so that neither process is left running a long file alone at the end.
+LONGEST_FIRST = ("test_lessons.py", "test_sandbox.py", "test_bad_submissions.py", "test_cheats.py",
+                 "browser/test_student.py", "test_without_bubblewrap.py", "test_dask.py",
+                 "test_lesson2_observations.py", "test_workflow.py", "test_hub_classroom.py", "test_tools.py",
+                 "test_postgres.py", "test_lesson3_observations.py")
 _TESTS = Path(__file__).resolve().parent
 
 

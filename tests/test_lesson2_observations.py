@@ -1,12 +1,16 @@
 """Lesson 2 graded through observations (course.observe, utils.grading.observations): the reference
 passes every graded cell, the release fails every one, each plausible mistake, submitted alone,
-fails only its own cells and loses only that exercise's points (the lumped single max loses
-step_time's, the full-square prefill attention loses attention_flops', ...), and the alternative
-solutions pass everywhere.
+fails only its own cells (the lumped single max loses step_time's, the full-square prefill attention
+loses attention_flops', ...), and the alternative solutions pass everywhere.
 
-Every submission is graded once, through nbgrader with the sandbox, in the session's one grading of
-the lesson (tests/grading_runs.py, shared with test_lessons.py); these tests read each graded
-cell's verdict in the autograded notebooks, checked against its score in the gradebook.
+The reference, the release, the plausible-mistakes sample (every mistake at once) and the
+alternative solutions are graded once, through nbgrader with the sandbox, in the session's one
+grading of the lesson (tests/grading_runs.py, shared with test_lessons.py); these tests read each
+graded cell's verdict in the autograded notebooks, checked against its score in the gradebook (a
+cell that fails loses its points, and only that cell). The one-mistake-at-a-time samples (16 of
+them) ask only which cells a misconception loses: they run one after the other in one kernel, as
+autograding runs them, and the grader's own judge_cell decides each graded cell against the same
+reference run (grading_runs.judged_in_one_kernel), about 2 s each instead of 10.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import re
 import nbformat
 import pytest
 
-from grading_runs import RELEASE, graded, want, want_samples
+from grading_runs import RELEASE, graded, judged_in_one_kernel, want_samples
 from utils.coursedir import REPO, nbgrader_meta, source_notebook
 from utils.samples_io import load_samples
 
@@ -29,8 +33,22 @@ MISTAKES, VARIANTS = load_samples(LESSON)
 MORE_MISTAKES = getattr(importlib.import_module(f"utils.samples.{LESSON}"), "MORE_MISTAKES", {})
 
 want_samples(LESSON)
-want(LESSON, {f"only-{gid}": {gid: source} for gid, source in MISTAKES.items()})
-want(LESSON, {f"more-{name}": {gid: source} for name, (gid, source) in MORE_MISTAKES.items()})
+ALONE = {f"only-{gid}": {gid: source} for gid, source in MISTAKES.items()} | \
+    {f"more-{name}": {gid: source} for name, (gid, source) in MORE_MISTAKES.items()}
+
+
+@pytest.fixture(scope="module")
+def alone() -> dict[str, dict[str, tuple[bool, str]]]:
+    """Each mistake submitted alone: name -> graded cell -> (passed, verdict line)."""
+    reference = graded(LESSON).reference
+    assert reference is not None, "\n".join(graded(LESSON).check.problems)
+    return judged_in_one_kernel(LESSON, ALONE, reference)
+
+
+def lost_alone(alone, name: str) -> set[str]:
+    verdicts = alone[name]
+    assert set(verdicts) == set(graded(LESSON).verdicts_of(RELEASE)), f"{name}: verdicts for {sorted(verdicts)}"
+    return {gid for gid, (passed, _) in verdicts.items() if not passed}
 
 
 def graded_cells_of(solution_id: str) -> set[str]:
@@ -84,10 +102,10 @@ def test_release_fails_every_graded_cell():
 
 
 @pytest.mark.parametrize("gid", sorted(MISTAKES))
-def test_a_mistake_fails_only_its_own_cells(gid):
-    """Its verdicts and its scores: only its own exercise's points are lost."""
+def test_a_mistake_fails_only_its_own_cells(alone, gid):
+    """Submitted alone, a mistake fails its own exercise's cells and no other (so loses only their points)."""
     assert not graded(LESSON).check.problems, "\n".join(graded(LESSON).check.problems)
-    lost = failed(f"only-{gid}")
+    lost = lost_alone(alone, f"only-{gid}")
     if gid == "quiz_answers":
         assert lost and lost <= graded_cells_of(gid), lost
     else:
@@ -101,9 +119,9 @@ def test_the_named_misconceptions_are_among_the_mistakes():
 
 
 @pytest.mark.parametrize("name", sorted(MORE_MISTAKES))
-def test_the_named_misconceptions_fail_only_their_own_cell(name):
+def test_the_named_misconceptions_fail_only_their_own_cell(alone, name):
     gid, _ = MORE_MISTAKES[name]
-    assert failed(f"more-{name}") == graded_cells_of(gid)
+    assert lost_alone(alone, f"more-{name}") == graded_cells_of(gid), alone[f"more-{name}"]
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
