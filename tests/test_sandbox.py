@@ -480,11 +480,15 @@ def _listing(folder: Path) -> dict[str, tuple]:
     return found
 
 
-def _git_state() -> str:
+def _git_state() -> list[str]:
+    """The checkout's changed and ignored files, less what other tests write there while this one
+    runs beside them in the other test process (the browser tests' screenshots in artifacts/,
+    Python's __pycache__ folders)."""
     import subprocess
 
-    return subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO, capture_output=True,
-                          text=True).stdout
+    lines = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=REPO, capture_output=True,
+                           text=True).stdout.splitlines()
+    return [line for line in lines if not line[3:].startswith("artifacts/") and "__pycache__/" not in line]
 
 
 LESSON3 = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
