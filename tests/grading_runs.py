@@ -37,7 +37,7 @@ from pathlib import Path
 import nbformat
 
 from utils.check import REFERENCE, RELEASE, LessonCheck, check_lesson
-from utils.coursedir import REPO, nbgrader_meta, source_notebook
+from utils.coursedir import REPO, source_notebook
 from utils.samples_io import load_samples, sample_submission
 
 __all__ = ["REFERENCE", "RELEASE", "MISTAKEN", "LessonRun", "graded", "judged_in_one_kernel", "want", "want_samples",
@@ -176,7 +176,8 @@ def judged_in_one_kernel(lesson: str, submissions: dict[str, dict[str, str]], re
     from nbclient import NotebookClient
     from nbformat.v4 import new_code_cell
 
-    from utils.grading.observations import restore_locked_cells
+    from utils.grading.base import grade_id, is_test_cell
+    from utils.grading.observations import as_autograding, restore_locked_cells
     from utils.grading.verdicts import judge_cell
 
     source = source_notebook(REPO, lesson)
@@ -184,28 +185,19 @@ def judged_in_one_kernel(lesson: str, submissions: dict[str, dict[str, str]], re
                  for name, overrides in submissions.items()}
     clear = new_code_cell("get_ipython().run_line_magic('reset', '-f')\n"
                           "import matplotlib.pyplot as _plt\n_plt.close('all')\ndel _plt")
-    before = os.environ.get("NBGRADER_EXECUTION")
-    os.environ["NBGRADER_EXECUTION"] = "autograde"
     judged = {}
-    try:
-        client = NotebookClient(nbformat.v4.new_notebook(), timeout=timeout, kernel_name="python3",
-                                allow_errors=True, resources={"metadata": {"path": str(source.parent)}})
-        with client.setup_kernel():
-            for name, nb in notebooks.items():
-                client.nb = nb
-                client.execute_cell(clear, 0)
-                for index, cell in enumerate(nb.cells):
-                    if cell.cell_type == "code":
-                        client.execute_cell(cell, index)
-                judged[name] = {}
-                for cell in nb.cells:
-                    meta = nbgrader_meta(cell)
-                    if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-                        verdict, _ = judge_cell(cell, reference)
-                        judged[name][meta["grade_id"]] = (verdict.passed, verdict.message)
-    finally:
-        if before is None:
-            os.environ.pop("NBGRADER_EXECUTION", None)
-        else:
-            os.environ["NBGRADER_EXECUTION"] = before
+    client = NotebookClient(nbformat.v4.new_notebook(), timeout=timeout, kernel_name="python3",
+                            allow_errors=True, resources={"metadata": {"path": str(source.parent)}})
+    with as_autograding(), client.setup_kernel():
+        for name, nb in notebooks.items():
+            client.nb = nb
+            client.execute_cell(clear, 0)
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type == "code":
+                    client.execute_cell(cell, index)
+            judged[name] = {}
+            for cell in nb.cells:
+                if is_test_cell(cell):
+                    verdict, _ = judge_cell(cell, reference)
+                    judged[name][grade_id(cell)] = (verdict.passed, verdict.message)
     return judged

@@ -7,6 +7,7 @@ the reference solution's under the reference's rules and returns a one-line verd
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass
@@ -227,26 +228,35 @@ def observations_by_cell(nb) -> dict[str, list[Observation]]:
     return found
 
 
+@contextlib.contextmanager
+def as_autograding():
+    """NBGRADER_EXECUTION=autograde for the kernels started inside (observe() then emits), as
+    nbgrader's autograde sets it; the variable as it was afterwards."""
+    import os
+
+    before = os.environ.get("NBGRADER_EXECUTION")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("NBGRADER_EXECUTION", None)
+        else:
+            os.environ["NBGRADER_EXECUTION"] = before
+
+
 def run_observed(path, cwd=None, timeout: int = 600):
     """Execute a notebook as autograding does (NBGRADER_EXECUTION=autograde), in a trusted kernel
     without the sandbox; returns the executed notebook. Errors in cells are kept as outputs."""
-    import os
     from pathlib import Path
 
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(str(path), as_version=4)
-    before = os.environ.get("NBGRADER_EXECUTION")
-    os.environ["NBGRADER_EXECUTION"] = "autograde"
-    try:
+    with as_autograding():
         NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
                        resources={"metadata": {"path": str(cwd or Path(path).parent)}}).execute()
-    finally:
-        if before is None:
-            os.environ.pop("NBGRADER_EXECUTION", None)
-        else:
-            os.environ["NBGRADER_EXECUTION"] = before
     return nb
 
 
