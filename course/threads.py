@@ -4,7 +4,9 @@
 chooses again before every round (`follow_load`): a thread that shares its core with another
 program holds up the others at every operation, so a count chosen once is stale as soon as a
 neighbour starts. Importing `course` before torch also makes the waiting workers sleep rather
-than spin (OMP_WAIT_POLICY=PASSIVE, course/__init__.py).
+than spin (OMP_WAIT_POLICY=PASSIVE, course/__init__.py). A sleeping worker takes tens of
+microseconds to wake, more than a decode step's attention call has work for: such small calls run
+on one thread whatever the count (course.toy_model.serial_attention).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ nh query heads, nkv key/value heads, hd head_dim, V vocab_size.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -93,18 +94,50 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return rotated.type_as(x)
 
 
+# Below this many attention scores (B * nh * T * S) a call runs on one CPU thread. PyTorch's CPU
+# attention kernel splits every call over its threads, one head at a time, however little work
+# there is; the course's threads sleep while they wait (OMP_WAIT_POLICY=PASSIVE, course/__init__.py),
+# and waking one costs more than it saves on a decode step's single query over a short cache. On
+# a 2-core VM (toy-cpu's 16 heads, batch 1): 66 us on one thread, 94 us on two at 129 keys; two
+# threads were faster from about 512 keys (8,192 scores) up. Measured in docs/benchmarks.md.
+SERIAL_ATTENTION_SCORES = 8192
+
+
+class _OneThread:
+    """Run the block on one PyTorch CPU thread, then give back the count it had."""
+
+    def __enter__(self) -> None:
+        self.threads = torch.get_num_threads()
+        if self.threads > 1:
+            torch.set_num_threads(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.threads > 1:
+            torch.set_num_threads(self.threads)
+
+
+def serial_attention(q: torch.Tensor, k: torch.Tensor) -> bool:
+    """Whether attention of queries q (B, nh, T, hd) over keys k (B, nkv, S, hd) runs on one CPU
+    thread: on a CPU, outside torch.compile, with fewer than SERIAL_ATTENTION_SCORES scores."""
+    B, nh, T, _ = q.shape
+    return (q.device.type == "cpu" and B * nh * T * k.shape[-2] < SERIAL_ATTENTION_SCORES
+            and not torch.compiler.is_compiling())
+
+
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, enable_gqa: bool,
            backends: list | None = None) -> torch.Tensor:
     """PyTorch's fused attention: causal among the pass's own tokens when mask is None, else
     masked. `backends` (torch.nn.attention.SDPBackend values) restricts the kernels PyTorch may
     pick; masked attention may pick cuDNN on an H100 or H200, which some PyTorch versions get
-    wrong with a mask."""
+    wrong with a mask. A small call on a CPU runs on one thread (serial_attention)."""
     kwargs = dict(is_causal=True) if mask is None else dict(attn_mask=mask)
-    if backends:
-        from torch.nn.attention import sdpa_kernel
-        with sdpa_kernel(backends):
-            return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, **kwargs)
-    return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, **kwargs)
+    threads = _OneThread() if serial_attention(q, k) else contextlib.nullcontext()
+    with threads:
+        if backends:
+            from torch.nn.attention import sdpa_kernel
+            with sdpa_kernel(backends):
+                return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, **kwargs)
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, **kwargs)
 
 
 class Attention(nn.Module):

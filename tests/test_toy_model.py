@@ -216,6 +216,45 @@ def test_attention_kernel_is_reported_and_can_be_chosen():
         "aten::_scaled_dot_product_flash_attention_for_cpu"]
 
 
+def test_small_cpu_attention_runs_on_one_thread_and_gives_the_threads_back(monkeypatch):
+    """A decode step's attention (one query over a short cache) runs on one CPU thread: splitting it
+    costs more than it saves when the workers sleep between operations. A large call keeps every
+    thread, and the count is given back after the call, even when it fails."""
+    seen = []
+    real = toy_model.F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        if kwargs.get("attn_mask") is not None and kwargs["attn_mask"].dtype == torch.float64:
+            raise RuntimeError("refused")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(toy_model.F, "scaled_dot_product_attention", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        def call(S, mask_dtype=torch.bool):
+            q, k = torch.randn(1, 16, 1, 64), torch.randn(1, 4, S, 64)
+            mask = torch.ones(1, S, dtype=mask_dtype)
+            return toy_model.attend(q, k, k.clone(), mask, True)
+
+        small = 128  # 16 heads x 128 keys: 2,048 scores
+        large = toy_model.SERIAL_ATTENTION_SCORES // 16
+        call(small)
+        call(large)
+        assert seen == [1, 2]
+        assert torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError, match="refused"):
+            call(small, torch.float64)
+        assert torch.get_num_threads() == 2
+        q, k = torch.randn(2, 4, 3, 8), torch.randn(2, 2, 5, 8)
+        mask = torch.rand(3, 5) > 0.3
+        mask[:, 0] = True
+        assert torch.equal(toy_model.attend(q, k, k, mask, True), real(q, k, k, attn_mask=mask, enable_gqa=True))
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_compiled_decode_updates_each_layer_cache_in_place():
     """Under torch.compile the cache writes must stay per-layer buffer updates: the functional graph
     AOTAutograd hands the compiler writes exactly the 2 x n_layers cache buffers (index_put, which

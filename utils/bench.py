@@ -168,8 +168,14 @@ def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool) -> tuple[
 SPINNER = "while True: pass"  # a neighbour: one process busy on one core
 
 
-def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = 15, threads: int | None = None,
-                  label: str = "") -> dict:
+# Rounds per condition. The share is a median over rounds; on an idle 2-core VM, runs of 15 rounds
+# of the same code spread over 8 points (77 to 85 %), runs of 100 over 4 (80 to 84 %;
+# docs/benchmarks.md): a short run measures its own noise as much as the step.
+NEIGHBOUR_ROUNDS = 100
+
+
+def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = NEIGHBOUR_ROUNDS,
+                  threads: int | None = None, label: str = "") -> dict:
     """Decode at batch 1 and bare matrix-vector products over the same weights, in turns, first on
     a quiet machine, then with a neighbour (a process spinning on one core) started mid-run.
 
@@ -194,7 +200,7 @@ def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = 15,
             time.sleep(0.3)  # the neighbour starts between two measurements, as a classmate's would
         used: list[int] = []
         try:
-            timed = interleave({"decode": step, "matvec": matvec}, rounds=rounds, warmup=2,
+            timed = interleave({"decode": step, "matvec": matvec}, rounds=rounds, warmup=2, label=f"{condition:9s}",
                                on_call=lambda name: used.append(torch.get_num_threads()) if name == "decode" else None)
         finally:
             if spinner is not None:
@@ -230,7 +236,8 @@ def print_neighbour(figures: dict) -> list[str]:
 def neighbour_main(args) -> int:
     """Both conditions side by side, with the course's thread choice and wait policy; with
     --before, also a child process as lesson 3 ran before (threads chosen once at the start,
-    OpenMP workers spinning while they wait), for comparison."""
+    OpenMP workers spinning while they wait, attention split over every thread),
+    for comparison."""
     print(f"decode beside a neighbour, {args.preset or 'toy-cpu'}, {args.context} tokens cached, "
           f"{args.rounds} rounds per condition; load average before {load_average()}")
     runs = [neighbour_run(args.preset or "toy-cpu", args.context, args.rounds, args.threads,
@@ -238,9 +245,11 @@ def neighbour_main(args) -> int:
     if args.before:
         threads = 2 if args.threads is None else args.threads
         env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
-        code = ("import json, sys; from utils.bench import neighbour_run; "
+        code = ("import json, sys; import course.toy_model; course.toy_model.SERIAL_ATTENTION_SCORES = 0; "
+                "from utils.bench import neighbour_run; "
                 f"print(json.dumps(neighbour_run({args.preset or 'toy-cpu'!r}, {args.context}, {args.rounds}, "
-                f"{threads}, label='as before: threads fixed at the start, workers spinning')))")
+                f"{threads}, label='as before: threads fixed at the start, workers spinning, "
+                "attention on every thread')))")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     missed = []
@@ -273,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--neighbour", action="store_true",
                         help="CPU decode against bare matrix-vector products, quiet and with a process busy on one core")
-    parser.add_argument("--rounds", type=int, default=15, help="--neighbour: rounds per condition")
+    parser.add_argument("--rounds", type=int, default=NEIGHBOUR_ROUNDS, help="--neighbour: rounds per condition")
     parser.add_argument("--before", action="store_true",
                         help="--neighbour: also run as lesson 3 did before (threads fixed, OpenMP workers spinning)")
     args = parser.parse_args(argv)
