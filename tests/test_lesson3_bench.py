@@ -66,7 +66,7 @@ def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
     out = tmp_path / "figures.json"
     assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8",
-                       "--repeats", "3", "--json", str(out)]) == 0
+                       "--repeats", "3", "--rounds", "3", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "bounds, same run" in text and "bare matrix-vector" in text
     record = json.loads(out.read_text())
@@ -101,7 +101,7 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
     from course import models
     monkeypatch.setitem(models.PRESETS, "tiny", TINY)
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
-    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3", "--rounds", "3",
                        "--threads", "1"]) == 0  # the record is kept per thread count
     record = next(tmp_path.glob("hardware-*.json"))
     data = json.loads(record.read_text())
@@ -109,7 +109,7 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
     data["matmul_flops_per_s"] *= stale_scale
     record.write_text(json.dumps(data))
     out = tmp_path / "figures.json"
-    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3", "--rounds", "3",
                        "--threads", "1", "--reuse", "--json", str(out)]) == 0
     assert "reusing figures measured" in capsys.readouterr().out
     figures = json.loads(out.read_text())
@@ -117,6 +117,19 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
         assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
     for mode in figures["prefill"]["modes"].values():
         assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
+
+
+def test_share_of_products_pairs_each_round_and_takes_the_median():
+    """Each round's step is held against the products of the same round: a round where both were
+    slowed (a neighbour, a page-in) counts at its own ratio, not against another round's best."""
+    from course.timing import Sampled
+    step = Sampled("decode", [0.040, 0.080, 0.041, 0.039, 0.100])
+    products = Sampled("matvec", [0.032, 0.064, 0.0328, 0.0312, 0.030])
+    assert bench.share_of_products(step, products) == pytest.approx(0.8)  # the step's median against
+    # the products' best run (0.041 s against 0.030 s) would have said 73 %
+    assert bench.share_of_products(step, products, weight_ratio=1.01) == pytest.approx(0.808)
+    with pytest.raises(ValueError, match="one sample per round"):
+        bench.share_of_products(step, Sampled("matvec", [0.03]))
 
 
 def test_neighbour_benchmark_compares_decode_with_bare_products_in_both_conditions(monkeypatch):
