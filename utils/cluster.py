@@ -92,7 +92,7 @@ def _worker_root(root: str) -> Path:
 def worker_problem(root: str, lesson: str, expected: dict[str, str], worker) -> str | None:
     """None when this worker can grade `lesson` of the course at `root`, else one line saying why not."""
     from utils.grade import course_settings
-    from utils.sandbox import unavailable
+    from utils.sandbox import start_problem, unavailable
 
     me = _worker_label(worker)
     course = _worker_root(root)
@@ -106,7 +106,7 @@ def worker_problem(root: str, lesson: str, expected: dict[str, str], worker) -> 
         return (f"worker {me} refuses: its course files differ from the grader's ({shown}); it must "
                 f"mount the same course directory and install the same course package")
     settings = course_settings(course)
-    problem = unavailable(settings.bwrap) if settings.sandbox else None
+    problem = (unavailable(settings.bwrap) or start_problem(settings.bwrap)) if settings.sandbox else None
     if problem:
         return f"worker {me} refuses: the autograding sandbox cannot run there: {problem}"
     return None

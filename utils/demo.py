@@ -28,7 +28,7 @@ from utils.check import REFERENCE, RELEASE
 from utils.coursedir import REPO, ToolError, lessons, read_scores, resolve_lessons, scratch_course, source_notebook
 from utils.grade import grade
 from utils.samples_io import load_samples, sample_submission
-from utils.sandbox import OPT_OUT, unavailable
+from utils.sandbox import OPT_OUT, start_problem, unavailable
 
 MISTAKEN = "plausible-mistakes"
 # Written into the scratch course's nbgrader_config.py only, never into the course's own.
@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     problem = sandbox_problem(REPO)
     if problem:
         print(without_sandbox_line(problem), flush=True)
+    elif (broken := start_problem()):   # bubblewrap runs but cannot start a kernel: grading would only give 0s
+        print(f"demo stopped: {broken}", file=sys.stderr)
+        return 2
     try:
         scratch, table, problems = run(REPO, sandbox=problem is None, names=names)
     except ToolError as err:

@@ -93,7 +93,11 @@ def require_sandbox(settings: CourseSettings) -> None:
                         f"inside a container without network, secrets or the course folder) set "
                         f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
     if settings.sandbox:
-        from utils.sandbox import limits_not_enforced
+        from utils.sandbox import limits_not_enforced, start_problem
+
+        problem = start_problem(settings.bwrap)
+        if problem:
+            raise ToolError(problem)
 
         line = limits_not_enforced()
         if line:

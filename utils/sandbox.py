@@ -48,6 +48,12 @@ Not guaranteed: CPU time (nbgrader's cell timeout ends a cell, not a busy child 
 kernel ends), memory of kernels graded without a cgroup (see above), the content of files the
 grader itself writes from the kernel's messages (the graded notebook).
 
+Before the first kernel of a process, `trial_start` starts one sandbox exactly as a kernel's with a
+trivial program: where bubblewrap runs but that fails (a layout of the interpreter the mounts get
+wrong), grading stops with bwrap's or Python's own message (`start_problem`), and so does a kernel
+whose bwrap ends before its sandbox is built. Paths of the environment that the system's folders
+already show (Debian's /usr/bin/python3 -> python3.11 under /usr/bin) are not bound again.
+
 Where bubblewrap cannot run, starting a kernel fails with a message saying why, unless the
 instructor turns the sandbox off explicitly (`c.SandboxKernelManager.enabled = False`; then grade
 inside a container). Interrupts (nbgrader's cell timeout) reach the kernel either as a message
@@ -290,6 +296,19 @@ def unavailable(bwrap: str = "bwrap") -> str | None:
     return None
 
 
+def start_problem(bwrap: str = "bwrap") -> str | None:
+    """Where bubblewrap runs (`unavailable` is None): None when a kernel of this Python starts in
+    its sandbox (`trial_start`), else one sentence with bwrap's or Python's own message. Turning the
+    sandbox off is no answer to this: the course's layout of this Python is at fault."""
+    failed = None if unavailable(bwrap) else trial_start(bwrap)
+    if failed:
+        return (f"bubblewrap runs here, but a kernel of this Python ({sys.executable}) did not start in "
+                f"its sandbox: {failed}. Nobody was graded. The message is bubblewrap's or the "
+                f"interpreter's own; docs/instructors.md ('The autograding sandbox') lists the Python "
+                f"layouts that were tried")
+    return None
+
+
 # -- what the kernel's Python needs -----------------------------------------------------------------
 def _site_dirs() -> list[str]:
     dirs = list(site.getsitepackages())
@@ -374,6 +393,10 @@ def _interpreter_files() -> set[str]:
     libdir, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
     if libdir and soname and sysconfig.get_config_var("Py_ENABLE_SHARED"):
         found.add(os.path.join(libdir, soname))
+    if libdir and os.path.realpath(sys.base_prefix) != "/usr":
+        # an interpreter of its own prefix (conda, /usr/local, pyenv): its extension modules link
+        # the prefix's own shared libraries (libffi for ctypes, libssl, libz, libsqlite3)
+        found.update(glob.glob(os.path.join(libdir, "lib*.so*")))
     if sys.prefix != sys.base_prefix:   # a virtual environment: its bin/python, pyvenv.cfg, packages
         found.add(sys.prefix)
     return {p for p in found if p and os.path.exists(p)}
@@ -433,11 +456,33 @@ def _show(path: str, reason: str, dest: str | None = None) -> tuple[list[str], s
     return ["--ro-bind", path, dest], reason
 
 
+def _shown_already(path: str, layout: list[tuple[list[str], str]]) -> bool:
+    """Whether `path` already exists inside the sandbox as it does outside: it, or a folder above
+    it, is bound from the same place, or it is reached through a link of `layout` (as /bin/python3
+    is through /bin -> usr/bin) to such a place. bwrap cannot add a link or a bind there (`Can't
+    make symlink at /usr/bin/python3: File exists`), and need not."""
+    binds = {args[-1] for args, _ in layout if args[0] in ("--ro-bind", "--bind", "--dev-bind") and args[1] == args[2]}
+    links = {args[-1]: args[1] for args, _ in layout if args[0] == "--symlink"}
+    for _ in range(40):   # each round follows one link of the layout
+        p = Path(path)
+        for above in (p, *p.parents):
+            if str(above) in binds:
+                return True
+            if str(above) in links:
+                rest = p.relative_to(above)
+                path = os.path.normpath(os.path.join(above.parent, links[str(above)], rest))
+                break
+        else:
+            return False
+    return False
+
+
 def mounts(workdir: str, rundir: str, python: list[str], work_size: int) -> list[tuple[list[str], str]]:
-    """The kernel's file system, built up from nothing in this order (bwrap args, reason)."""
+    """The kernel's file system, built up from nothing in this order (bwrap args, reason). Of the
+    Python environment's paths, those that the system's folders already show are left out."""
     tmpfs = ["--size", str(work_size), "--perms", "01777", "--tmpfs"]
     gpus = sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
-    return [
+    layout = [
         (["--dev", "/dev"], "a minimal /dev (null, zero, random, tty), no disk or host device"),
         (["--proc", "/proc"], "/proc of its own PID namespace: only its own processes"),
         (tmpfs + ["/tmp"], "a private /tmp (HOME, the kernel's sockets), size-limited"),
@@ -445,7 +490,11 @@ def mounts(workdir: str, rundir: str, python: list[str], work_size: int) -> list
         *[(["--dev-bind", d, d], "a GPU stays usable") for d in gpus],
         *([_show("/sys", "the GPU driver's device information")] if gpus else []),
         *[_show(p, why) for p, why in SYSTEM if os.path.lexists(p)],
-        *[_show(p, "the Python environment, and the course package alone") for p in python],
+    ]
+    for p in python:
+        if not _shown_already(p, layout):
+            layout.append(_show(p, "the Python environment, and the course package alone"))
+    return layout + [
         (["--ro-bind", rundir, RUN], "the connection file and matplotlib's font list"),
         (["--ro-bind", workdir, SUBMISSION], "the submission, read once to copy it into the work folder"),
         (tmpfs + [workdir], "the work folder at the path nbgrader gives: a tmpfs the grader never reads"),
@@ -621,14 +670,73 @@ def _children(pid: int, recursive: bool = False) -> list:
         return []
 
 
-def sandbox_pid(bwrap_pid: int) -> int:
-    """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's."""
-    deadline = time.monotonic() + 10
-    while not (children := _children(bwrap_pid)):
+def _said(process) -> str:
+    """The last lines an ended process wrote to its output pipe (bwrap's own error), in one line."""
+    try:
+        text = process.stdout.read(8192).decode(errors="replace") if process.stdout else ""
+    except (OSError, ValueError):
+        text = ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-3:]) or f"exit {process.returncode}, nothing printed"
+
+
+def sandbox_pid(bwrap_pid: int, process=None) -> int:
+    """The first process inside the sandbox (bwrap's child): its /proc/PID/root is the sandbox's.
+    Returned once the sandbox is built (a process other than bwrap runs in it); where bwrap
+    (`process`) ends before that, its own message says why."""
+    deadline = time.monotonic() + 30
+    while True:
+        children = _children(bwrap_pid)
+        if children and any(c.name() != "bwrap" for c in _children(bwrap_pid, recursive=True)):
+            return children[0].pid
+        if process is not None and process.poll() is not None:
+            raise SandboxError(f"the autograding sandbox did not start: {_said(process)}")
         if time.monotonic() > deadline:
-            raise SandboxError("the autograding sandbox did not start (bwrap made no process)")
+            raise SandboxError("the autograding sandbox did not start (bwrap built no sandbox in 30 s)")
         time.sleep(0.005)
-    return children[0].pid
+
+
+def kernel_python(*folders: str) -> list[str]:
+    """`python_paths` of this interpreter, never showing the checkout, nbgrader's folder, the
+    course a utils.grade worker was copied from, or `folders` (the kernel's own)."""
+    from utils.coursedir import REPO
+
+    roots = [r for r in (str(REPO), os.getcwd(), os.environ.get("COURSE_GRADING_ROOT"), *folders) if r]
+    return python_paths(*roots)
+
+
+def launch_args(mem: int, processes: int, copy_limit: int, budget: int, uid: int, workdir: str,
+                sockets: str) -> list[str]:
+    """The launcher (`_LAUNCH`) and its arguments, up to the kernel's own command."""
+    return [sys.executable, "-S", "-c", _LAUNCH, str(mem), str(processes), str(copy_limit), str(budget),
+            str(uid), SUBMISSION, workdir, sockets, f"{RUN}/mpl"]
+
+
+TRIAL = "import ipykernel.kernelapp, course; print('kernel can start')"
+
+
+@functools.lru_cache(maxsize=None)
+def trial_start(bwrap: str = "bwrap") -> str | None:
+    """One kernel's sandbox started for real (the same mounts, user, launcher and interpreter, a
+    trivial program instead of the kernel): None when it ran, else bwrap's or Python's own last
+    lines. Once per process, before anyone is graded."""
+    work, rundir, uid = tempfile.mkdtemp(prefix="kc-"), _new_rundir(), kernel_uid()
+    try:
+        give_to(rundir, uid)
+        layout = mounts(work, rundir, kernel_python(work, rundir), 64 << 20)
+        cmd = bwrap_command(layout, kernel_env(), uid, bwrap) + launch_args(
+            0, 0, 0, 0, uid, work, f"{KERNEL_TMP}/.trial") + [sys.executable, "-c", TRIAL]
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{err}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(rundir, ignore_errors=True)
+    if proc.returncode == 0 and b"kernel can start" in proc.stdout:
+        return None
+    lines = [l.strip() for l in (proc.stderr + proc.stdout).decode(errors="replace").splitlines() if l.strip()]
+    return " | ".join(lines[-3:]) or f"exit {proc.returncode}, nothing printed"
 
 
 class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
@@ -694,6 +802,9 @@ class SandboxKernelManager(_SandboxLifecycle):
                 raise SandboxError(f"grading stopped: the autograding sandbox cannot run: {problem}. "
                                    f"To grade without it (only inside a container without network, "
                                    f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
+            problem = start_problem(self.bwrap)
+            if problem:
+                raise SandboxError(f"grading stopped: {problem}")
             self._workdir = os.path.realpath(kw.get("cwd") or os.getcwd())
             if self._rundir is None:   # kept across restarts: the connection file lives there
                 self._rundir, self._uid = _new_rundir(), kernel_uid()
@@ -711,23 +822,18 @@ class SandboxKernelManager(_SandboxLifecycle):
             return cmd
         cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
         give_to(self._rundir, self._uid)   # the kernel (its own uid) reads its connection file
-        from utils.coursedir import REPO
-
-        # never shown: the checkout, nbgrader's folder, the course a utils.grade worker was copied from
-        roots = [r for r in (str(REPO), os.getcwd(), self._workdir, self._rundir,
-                             os.environ.get("COURSE_GRADING_ROOT")) if r]
-        python = python_paths(*roots) + [p for p in self.extra_readonly if os.path.isdir(p)]
+        python = kernel_python(self._workdir, self._rundir) + [p for p in self.extra_readonly if os.path.isdir(p)]
         mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
         prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap)
-        launch = [str(mem), str(self.process_limit), str(self.copy_limit_mb << 20), str(work // 2),
-                  str(self._uid), SUBMISSION, self._workdir, os.path.dirname(self._inside_ip), f"{RUN}/mpl"]
+        launch = launch_args(mem, self.process_limit, self.copy_limit_mb << 20, work // 2, self._uid,
+                             self._workdir, os.path.dirname(self._inside_ip))
         self._drop_cgroups()   # a restarted kernel gets fresh groups
         self._cgroups, applied = kernel_cgroups(self.process_limit, mem) if self.cgroups else ([], [])
         self.limits_applied = applied + rlimits_in_words(applied, self.memory_limit_mb, self.process_limit, self._uid)
         self.limits_applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
                                    f"{kernel_cpus()} CPU(s) for thread pools")
         self.log.info("sandbox limits: %s", "; ".join(self.limits_applied))
-        return in_cgroups(prefix + [sys.executable, "-S", "-c", _LAUNCH, *launch, *cmd], self._cgroups)
+        return in_cgroups(prefix + launch + cmd, self._cgroups)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if self.enabled:   # bwrap itself starts with nothing of the grader's environment
@@ -735,7 +841,7 @@ class SandboxKernelManager(_SandboxLifecycle):
         try:
             await super()._async_launch_kernel(kernel_cmd, **kw)
             if self.enabled:
-                self.ip = f"/proc/{sandbox_pid(self.provisioner.pid)}/root{self._inside_ip}"
+                self.ip = f"/proc/{sandbox_pid(self.provisioner.pid, getattr(self.provisioner, 'process', None))}/root{self._inside_ip}"
         except BaseException:   # no kernel to clean up after: its cgroups must not outlive it
             self._drop_cgroups()
             raise
