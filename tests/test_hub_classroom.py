@@ -47,12 +47,21 @@ ONLY_VISIBLE = "def mul(a, b):\n    return 6 if (a, b) == (2, 3) else 0"   # 3/6
 TIMINGS: dict[str, float] = {}
 
 
+DEBIAN_PYTHON = Path("/usr/bin/python3")   # what utils/classroom-setup.sh picks by itself
+
+
 def _base_python() -> Path | None:
     """A Python every user can run, of this interpreter's version (the project's .venv may be
-    built from a Python under a private home)."""
-    for cand in (Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}",
-                 Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")):
-        if cand.exists() and runnable_by_everyone(cand) is None:
+    built from a Python under a private home): first the one the set-up picks when given none,
+    Debian's /usr/bin/python3, as the link it is (-> python3.X), so that the class's environment has
+    the interpreter chain a real server's has."""
+    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for cand in (DEBIAN_PYTHON, Path(f"/usr/bin/python{ver}"), Path(sys.base_prefix) / "bin" / f"python{ver}"):
+        if not cand.exists() or runnable_by_everyone(cand) is not None:
+            continue
+        there = subprocess.run([str(cand), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                               capture_output=True, text=True).stdout.strip()
+        if there == ver:
             return cand
     return None
 
@@ -396,7 +405,8 @@ class Class:
         roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
         args = ["bash", str(REPO / "utils" / "classroom-setup.sh"), "--prefix", str(self.prefix),
                 "--instructor", self.instructor, "--students", str(roster), "--exchange", str(self.exchange),
-                "--env", str(self.env), "--python", str(_base_python()), "--course-dir", str(self.course),
+                "--env", str(self.env), *([] if _base_python() == DEBIAN_PYTHON else ["--python", str(_base_python())]),
+                "--course-dir", str(self.course),
                 "--profile-script", str(self.profile), "--address", f"127.0.0.1:{self.port}"]
         t0 = time.monotonic()
         first = _check(subprocess.run(args, capture_output=True, text=True, cwd="/"), "the one command")
