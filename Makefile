@@ -15,7 +15,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: classroom env system-deps demo-deps demo test build check grade bench bench-grading gpu-check lab lab-instructor clean
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
+$(STAMP): requirements.txt requirements-pins.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt -e .
 	@# Byte-compiled here, on every core at once (pip compiles one file at a time): the sandboxed
@@ -79,9 +79,29 @@ bench-grading: $(STAMP)
 gpu-check: $(if $(filter command line,$(origin PY)),,$(STAMP))
 	$(PY) -m utils.gpu_check
 
-# Students: the released lessons in JupyterLab.
-lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --notebook-dir=release $(ALLOW_ROOT)
+# Students: their own environment (.venv-student: requirements.txt, torch's CPU build, no test,
+# hub or cluster package; TORCH=gpu takes PyPI's default build instead) and their own copy of the
+# lessons (lessons/, ignored by git: copied from release/ once, never overwritten), in a Lab
+# without the instructor's nbgrader extensions (Formgrader, Create Assignment, Assignment List).
+STUDENT_VENV := .venv-student
+TORCH ?= cpu
+STUDENT_REQ := $(if $(filter gpu,$(TORCH)),requirements-pins.txt,requirements.txt)
+# The Lab's own switches: nbgrader's instructor server extensions off on the command line, its lab
+# plugins off in utils/student-lab/labconfig/page_config.json (a config directory added in front of
+# the usual ones; nothing installed is removed). The Validate button stays.
+STUDENT_LAB_FLAGS := --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False \
+	--ServerApp.jpserver_extensions=nbgrader.server_extensions.assignment_list=False \
+	--ServerApp.jpserver_extensions=nbgrader.server_extensions.course_list=False
+$(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.toml
+	test -x $(STUDENT_VENV)/bin/python || $(PYTHON) -m venv $(STUDENT_VENV)
+	$(STUDENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(STUDENT_REQ) -e .
+	touch $@
+
+lessons:
+	cp -rn release lessons
+
+lab: $(STUDENT_VENV)/.installed lessons
+	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT)
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)

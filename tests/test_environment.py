@@ -1,4 +1,6 @@
-"""One set of pins: environment.yml must repeat requirements.txt exactly."""
+"""One set of pins (requirements-pins.txt): environment.yml repeats it exactly; the students'
+requirements.txt adds only torch's CPU index; the instructor's and the tests' files take the pins
+without that index."""
 
 from __future__ import annotations
 
@@ -15,11 +17,11 @@ REQUIRED = {"jupyterlab", "nbgrader", "numpy", "matplotlib", "torch"}
 
 def pins_from_requirements() -> dict[str, str]:
     pins = {}
-    for line in (REPO / "requirements.txt").read_text().splitlines():
+    for line in (REPO / "requirements-pins.txt").read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             m = PIN.match(line)
-            assert m, f"requirements.txt: {line!r} is not pinned with =="
+            assert m, f"requirements-pins.txt: {line!r} is not pinned with =="
             pins[m.group(1).lower()] = m.group(2)
     return pins
 
@@ -94,3 +96,57 @@ def test_installed_instructor_versions_match_pins():
         except PackageNotFoundError:
             pytest.skip(f"{name} is not installed (pip install -r requirements-instructor.txt)")
         assert installed == pinned, f"{name}: installed {installed}, pinned {pinned}"
+
+
+CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+TEST_HUB_CLUSTER = {"pytest", "pytest-xdist", "playwright", "psycopg2-binary", "jupyterhub",
+                    "dask", "distributed", "bokeh"}
+
+
+def lines_of(name: str) -> list[str]:
+    return [l.split("#")[0].strip() for l in (REPO / name).read_text().splitlines()
+            if l.split("#")[0].strip()]
+
+
+def test_students_requirements_take_torchs_cpu_build():
+    """pip install -r requirements.txt: the pins, with torch from its CPU index (no CUDA libraries)."""
+    assert lines_of("requirements.txt") == [CPU_INDEX, "-r requirements-pins.txt"]
+    env_text = (REPO / "environment.yml").read_text()
+    assert CPU_INDEX in env_text
+
+
+def test_no_test_hub_or_cluster_package_for_students():
+    students = set(pins_from_requirements()) | set(pins_from_environment())
+    assert not students & TEST_HUB_CLUSTER, students & TEST_HUB_CLUSTER
+    assert set(pins_from("requirements-dev.txt")) | set(pins_from("requirements-instructor.txt")) \
+        >= TEST_HUB_CLUSTER
+
+
+def test_instructor_and_test_installs_never_reach_torchs_index():
+    """They include the pins, not requirements.txt: their install works where only PyPI answers."""
+    for name in ("requirements-dev.txt", "requirements-instructor.txt"):
+        lines = lines_of(name)
+        assert "-r requirements-pins.txt" in lines or "-r requirements-instructor.txt" in lines, name
+        assert "-r requirements.txt" not in lines, name
+        assert not any(l.startswith(("--extra-index-url", "--index-url", "-i ")) for l in lines), name
+
+
+def test_make_lab_uses_the_students_environment_and_a_copy_of_the_lessons():
+    make = (REPO / "Makefile").read_text()
+    assert "STUDENT_REQ := $(if $(filter gpu,$(TORCH)),requirements-pins.txt,requirements.txt)" in make
+    assert "--notebook-dir=lessons" in make and "cp -rn release lessons" in make
+    ignored = lines_of(".gitignore")
+    assert "lessons/" in ignored and ".venv-student/" in ignored
+
+
+def test_students_lab_turns_off_the_instructors_plugins():
+    import json
+
+    page = json.loads((REPO / "utils/student-lab/labconfig/page_config.json").read_text())
+    off = {k for k, v in page["disabledExtensions"].items() if v}
+    assert {"@jupyter/nbgrader:menu", "@jupyter/nbgrader:create-assignment",
+            "@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list"} <= off
+    assert "@jupyter/nbgrader:validate-assignment" not in off
+    make = (REPO / "Makefile").read_text()
+    for ext in ("formgrader", "assignment_list", "course_list"):
+        assert f"--ServerApp.jpserver_extensions=nbgrader.server_extensions.{ext}=False" in make

@@ -14,7 +14,7 @@ class server's packages, creates the environment and runs this in it.
   2. every home folder mode 0700, so no student can read another's work, nbgrader's submission
      cache (the secret that names their feedback) or the instructor's course;
   3. one Python environment for everyone outside any private home (default
-     /opt/prefill-decode/env): the course's pins (requirements.txt), JupyterHub's pin
+     /opt/prefill-decode/env): the course's pins (requirements-pins.txt), JupyterHub's pin
      (requirements-dev.txt), its own copy of the course package (not an editable install: the
      clone may be private, moved or deleted; built from a temporary copy, so nothing is written
      into the clone) and the students' private submit (classroom_exchange.py);
@@ -203,8 +203,8 @@ def private_homes(room: Classroom) -> None:
 
 
 def pinned_requirements() -> list[str]:
-    """The course's pins (requirements.txt) and JupyterHub's (requirements-dev.txt)."""
-    pins = [l.split("#")[0].strip() for l in (REPO / "requirements.txt").read_text().splitlines()]
+    """The course's pins (requirements-pins.txt) and JupyterHub's (requirements-dev.txt)."""
+    pins = [l.split("#")[0].strip() for l in (REPO / "requirements-pins.txt").read_text().splitlines()]
     dev = [l.split("#")[0].strip() for l in (REPO / "requirements-dev.txt").read_text().splitlines()]
     return [p for p in pins if "==" in p] + [p for p in dev if p.startswith("jupyterhub==")]
 
@@ -291,7 +291,7 @@ def shared_env(room: Classroom, base_python: Path) -> Path:
         print(f"  installing into {env}: {', '.join(missing)} (minutes)", flush=True)
         with tempfile.TemporaryDirectory(prefix="classroom-pip-") as tmp:
             res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                  "-r", str(REPO / "requirements.txt"), *[p for p in pins if p.startswith("jupyterhub==")]],
+                                  "-r", str(REPO / "requirements-pins.txt"), *[p for p in pins if p.startswith("jupyterhub==")]],
                                  capture_output=True, text=True, cwd=tmp)
         if res.returncode != 0:
             raise ToolError(f"pip install into {env} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
