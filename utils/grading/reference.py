@@ -102,18 +102,27 @@ def reference_env() -> dict[str, str]:
 def run_reference(source: Path, timeout: int) -> "Reference":
     """Execute the source notebook in a trusted kernel, in a copy of its folder; check what it observed."""
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
     nb = nbformat.read(str(source), as_version=4)
     with tempfile.TemporaryDirectory(prefix="reference-") as tmp:
         work = Path(tmp) / source.parent.name
         shutil.copytree(source.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        # its sockets are Unix sockets in this private folder (0700), not loopback TCP, which anyone
+        # on the machine could connect to and hear the solutions and hidden tests on
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tmp) / "kernel"),
+                           connection_file=str(Path(tmp) / "kernel.json"))
+        client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=True,
                                 extra_arguments=["--HistoryManager.hist_file=:memory:"],
                                 resources={"metadata": {"path": str(work)}})
         start = time.perf_counter()
         # measured figures (lesson 3's hardware detection) stay in this run's folder, not the checkout
-        client.execute(env=reference_env() | {"COURSE_CACHE_DIR": str(Path(tmp) / "course-cache")})
+        try:
+            client.execute(env=reference_env() | {"COURSE_CACHE_DIR": str(Path(tmp) / "course-cache")})
+        finally:   # a kernel manager given to nbclient is not shut down by it
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
         seconds = time.perf_counter() - start
     sources = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if is_test_cell(c)}
     observed = {c.metadata.nbgrader.grade_id: collect(c.get("outputs", [])) for c in nb.cells if is_test_cell(c)}
