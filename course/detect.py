@@ -191,5 +191,7 @@ def describe(acc: Accelerator, dtype: torch.dtype) -> str:
     """One line: name, peak FLOP/s for `dtype`, bandwidth, ridge point, where the figures come from."""
     peak = acc.peak(dtype_name(dtype))
     kind = "measured" if acc.measured else "spec sheet"
+    # A measured source already opens with "measured on this machine": do not say "measured" twice.
+    where = acc.source if acc.source.lower().startswith(kind) else f"{kind}: {acc.source}"
     return (f"{acc.name}: {peak / 1e12:.3g} TFLOP/s {dtype_name(dtype)}, {acc.bandwidth_bytes_per_s / 1e9:.3g} GB/s, "
-            f"ridge {peak / acc.bandwidth_bytes_per_s:.0f} FLOP/byte ({kind}: {acc.source})")
+            f"ridge {peak / acc.bandwidth_bytes_per_s:.0f} FLOP/byte ({where})")
