@@ -111,8 +111,10 @@ def run_reference(source: Path, timeout: int) -> "Reference":
         shutil.copytree(source.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         # its sockets are Unix sockets in this private folder (0700), not loopback TCP, which anyone
         # on the machine could connect to and hear the solutions and hidden tests on
-        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tmp) / "kernel"),
-                           connection_file=str(Path(tmp) / "kernel.json"))
+        # (a folder of its own in /tmp: a socket's path must stay under 108 bytes, and tmp may be deep)
+        sockets = tempfile.mkdtemp(prefix="rk-", dir="/tmp" if os.path.isdir("/tmp") else None)
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "k"),
+                           connection_file=os.path.join(sockets, "kernel.json"))
         client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=True,
                                 extra_arguments=["--HistoryManager.hist_file=:memory:"],
                                 resources={"metadata": {"path": str(work)}})
@@ -123,6 +125,7 @@ def run_reference(source: Path, timeout: int) -> "Reference":
         finally:   # a kernel manager given to nbclient is not shut down by it
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
+            shutil.rmtree(sockets, ignore_errors=True)
         seconds = time.perf_counter() - start
     sources = {c.metadata.nbgrader.grade_id: c.source for c in nb.cells if is_test_cell(c)}
     observed = {c.metadata.nbgrader.grade_id: collect(c.get("outputs", [])) for c in nb.cells if is_test_cell(c)}
