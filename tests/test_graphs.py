@@ -1,0 +1,168 @@
+"""Lesson 3's GPU timing path without a GPU (course/graphs.py): which path each device gets, that
+capture and replay are called as a CUDA graph needs them, and that a replayed decode step and
+prefill leave the same cache and logits as eager ones (a fake CUDA layer on the CPU). `make
+gpu-check` runs the same path on a real GPU (utils/gpu_check.py: graph_check)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+import torch
+
+from course import graphs
+from course.models import ModelConfig
+from course.toy_model import build_model
+
+TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=97)
+
+
+class FakeCuda:
+    """torch.cuda as course.graphs uses it. Work is a call of `kernel(fn)`: run at once, except
+    while a graph captures, when it is recorded and not run (as CUDA queues nothing during capture);
+    replay runs what was recorded, in order."""
+
+    def __init__(self):
+        self.events: list[str] = []
+        self.default = "default stream"
+        self.now = self.default
+        self.capturing = None
+
+    def kernel(self, fn):
+        def launch():
+            if self.capturing is not None:
+                self.capturing.recorded.append(fn)
+                self.events.append("recorded")
+            else:
+                self.events.append(f"ran on {self.now}")
+                fn()
+        return launch
+
+    def Stream(self):  # noqa: N802 - torch.cuda's name
+        cuda = self
+
+        class Stream:
+            name = "side stream"
+
+            def wait_stream(self, other):
+                cuda.events.append(f"side waits for {getattr(other, 'name', other)}")
+        return Stream()
+
+    def current_stream(self):
+        cuda = self
+
+        class Current:
+            name = self.now
+
+            def wait_stream(self, other):
+                cuda.events.append(f"{self.name} waits for {other.name}")
+        return Current()
+
+    @contextmanager
+    def stream(self, s):
+        before, self.now = self.now, s.name
+        try:
+            yield
+        finally:
+            self.now = before
+
+    def CUDAGraph(self):  # noqa: N802
+        cuda = self
+
+        class Graph:
+            def __init__(self):
+                self.recorded = []
+
+            def replay(self):
+                cuda.events.append("replay")
+                for fn in self.recorded:
+                    fn()
+        return Graph()
+
+    @contextmanager
+    def graph(self, g):
+        self.events.append("capture begins")
+        self.capturing = g
+        try:
+            yield
+        finally:
+            self.capturing = None
+            self.events.append("capture ends")
+
+    def synchronize(self):
+        self.events.append("synchronize")
+
+
+def test_the_path_chosen_per_device():
+    assert graphs.timing_path("cpu") == graphs.EAGER and graphs.timing_path(torch.device("cuda")) == graphs.GRAPH
+    assert "no graph is captured" in graphs.path_note("cpu") and "CUDA graphs" in graphs.path_note("cuda")
+    fn = lambda: None  # noqa: E731
+    assert graphs.replayed(fn, "cpu") is fn  # on a CPU the function itself: nothing captured
+
+
+def test_capture_warms_up_on_a_side_stream_records_once_and_replays():
+    cuda, calls = FakeCuda(), []
+    replay = graphs.replayed(cuda.kernel(lambda: calls.append(1)), "cuda", warmup=2, cuda=cuda)
+    assert cuda.events == ["side waits for default stream", "ran on side stream", "ran on side stream",
+                           "default stream waits for side stream", "capture begins", "recorded", "capture ends",
+                           "synchronize"]
+    assert len(calls) == 2  # the warm-up ran; the captured call did not
+    replay()
+    replay()
+    assert cuda.events[-2:] == ["replay", "replay"] and len(calls) == 4
+
+
+def test_a_replayed_decode_step_and_prefill_give_the_eager_results():
+    """The lesson's step functions (they reset the cache's length, so every call is the same work),
+    replayed through the fake layer: the same logits and the same cache as eager calls."""
+    model = build_model(TINY, seed=3)
+    prompt = torch.randint(0, TINY.vocab_size, (2, 9), generator=torch.Generator().manual_seed(1))
+
+    def step_of(cache, token, out):
+        def one_step():
+            cache.length = 9
+            out[:] = [model.decode(token, cache)]
+        return one_step
+
+    results = []
+    for mode in ("eager", "graph"):
+        cache = model.new_cache(2, 10)
+        token = model.prefill(prompt, cache).argmax(-1, keepdim=True)
+        out = []
+        step = step_of(cache, token, out)
+        cuda = FakeCuda()
+        fn = cuda.kernel(step) if mode == "graph" else step
+        timed = graphs.replayed(fn, "cuda", cuda=cuda) if mode == "graph" else graphs.replayed(fn, "cpu")
+        out.clear()
+        timed()
+        results.append((out[0].clone(), [t.clone() for t in cache.tensors()]))
+        if mode == "graph":
+            assert cuda.events.count("recorded") == 1 and cuda.events[-1] == "replay"
+    (eager_logits, eager_cache), (graph_logits, graph_cache) = results
+    assert torch.equal(eager_logits, graph_logits)
+    assert all(torch.equal(a, b) for a, b in zip(eager_cache, graph_cache))
+
+
+def test_a_pass_that_cannot_be_captured_is_timed_eagerly_and_said_so():
+    class Broken(FakeCuda):
+        @contextmanager
+        def graph(self, g):
+            raise RuntimeError("operation not permitted when stream is capturing")
+            yield
+
+    fn = lambda: None  # noqa: E731
+    with pytest.warns(UserWarning, match="could not be captured as a CUDA graph.*timed eagerly"):
+        assert graphs.replayed(fn, "cuda", cuda=Broken()) is fn
+    with pytest.raises(ValueError, match="warmup"):
+        graphs.capture(fn, warmup=0, cuda=FakeCuda())
+
+
+def test_bench_captures_through_the_course(monkeypatch):
+    """utils/bench.py's hand-captured decode is course.graphs.capture, not a copy of it."""
+    from utils import bench
+
+    seen = []
+    monkeypatch.setattr(bench, "capture", lambda fn: seen.append(fn) or "replay")
+    model = build_model(TINY, seed=3)
+    cache, token, position = bench._decode_setup(model, 4, 1)
+    assert bench.decode_cuda_graph(model, cache, token, position) == "replay" and len(seen) == 1
