@@ -253,8 +253,8 @@ def graph_reading(eager: Sampled, graph: Sampled) -> str:
                 f"runs overlap, so this run cannot tell the two apart")
     if eager.median > graph.median:
         return (f"eager {eager.median * 1e3:,.3f} ms, replayed as one CUDA graph {graph.median * 1e3:,.3f} ms: the "
-                f"same kernels, so launching them one by one from Python cost {(eager.median - graph.median) * 1e3:,.3f} "
-                f"ms of each eager step ({eager.median / graph.median:.2f}x)")
+                f"same kernels, so launching them one by one from Python cost "
+                f"{(eager.median - graph.median) * 1e3:,.3f} ms of each eager step ({eager.median / graph.median:.2f}x)")
     return (f"eager {eager.median * 1e3:,.3f} ms, replayed as one CUDA graph {graph.median * 1e3:,.3f} ms: the graph "
             f"was the slower here, beyond the runs' spreads; the machine may have been busy. Re-run this cell")
 

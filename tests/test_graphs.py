@@ -112,8 +112,8 @@ def test_capture_warms_up_on_a_side_stream_records_once_and_replays():
     assert cuda.events[-2:] == ["replay", "replay"] and len(calls) == 4
 
 
-def test_a_replayed_decode_step_and_prefill_give_the_eager_results():
-    """The lesson's step functions (they reset the cache's length, so every call is the same work),
+def test_a_replayed_decode_step_gives_the_eager_results():
+    """The lesson's decode-step function (it resets the cache's length, so every call is the same work),
     replayed through the fake layer: the same logits and the same cache as eager calls."""
     model = build_model(TINY, seed=3)
     prompt = torch.randint(0, TINY.vocab_size, (2, 9), generator=torch.Generator().manual_seed(1))
@@ -166,3 +166,18 @@ def test_bench_captures_through_the_course(monkeypatch):
     model = build_model(TINY, seed=3)
     cache, token, position = bench._decode_setup(model, 4, 1)
     assert bench.decode_cuda_graph(model, cache, token, position) == "replay" and len(seen) == 1
+
+
+def test_the_eager_step_beside_its_replay_claims_only_what_the_runs_show():
+    from course.readings import graph_reading, knee_factors
+    from course.timing import Sampled
+
+    eager, graph = Sampled("eager", [4.0e-3, 4.2e-3, 4.4e-3]), Sampled("graph", [1.5e-3, 1.6e-3, 1.7e-3])
+    said = graph_reading(eager, graph)
+    assert "cost 2.600 ms of each eager step" in said and "(2.62x)" in said
+    assert "cannot tell" in graph_reading(eager, Sampled("graph", [3.9e-3, 4.1e-3, 4.5e-3]))
+    assert "the slower here" in graph_reading(graph, eager)  # never a saving the runs contradict
+    level = [Sampled(f"{t}", [1e-3] * 3) for t in (1, 2, 4)]
+    assert "no FLOP/s can be read" in knee_factors([1, 2, 4], level, [1, 2, 4], 1e-3, 1e12, 5.0)
+    with pytest.raises(ValueError, match="read_s"):
+        knee_factors([1, 2, 4], level, [1, 2, 4], 0.0, 1e12, 5.0)

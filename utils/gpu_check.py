@@ -402,7 +402,8 @@ def graph_check(device=None, rounds: int = 10) -> dict:
             outs.append((out[0].float().clone(), [t.clone() for t in cache.tensors()]))
             fns[mode] = fn
         (a, cache_a), (b, cache_b) = outs
-        gap = max([(a - b).abs().max().item()] + [(x.float() - y.float()).abs().max().item() for x, y in zip(cache_a, cache_b)])
+        gap = max([(a - b).abs().max().item()]
+                  + [(x.float() - y.float()).abs().max().item() for x, y in zip(cache_a, cache_b)])
         tolerance = (1e-5 if model.dtype == torch.float32 else 1e-2) * max(a.abs().max().item(), 1.0)
         result["same"][name] = gap <= tolerance
         result.setdefault("gap", {})[name] = gap
