@@ -181,3 +181,51 @@ def test_the_eager_step_beside_its_replay_claims_only_what_the_runs_show():
     assert "no FLOP/s can be read" in knee_factors([1, 2, 4], level, [1, 2, 4], 1e-3, 1e12, 5.0)
     with pytest.raises(ValueError, match="read_s"):
         knee_factors([1, 2, 4], level, [1, 2, 4], 0.0, 1e12, 5.0)
+
+
+def _lesson_helpers(replay):
+    """make_decode_step and prefill_run as lesson 3 defines them (its section 2 cell), with
+    `replayed` standing for course.graphs.replayed as a GPU would run it."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
+    from course.toy_model import count_kernel_flops
+
+    path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+    cell = next(c for c in nbformat.read(str(path), as_version=4).cells if "def make_decode_step(" in c.source)
+    tree = ast.parse(cell.source)
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("make_decode_step", "prefill_run")]
+    namespace = {"torch": torch, "DEVICE": torch.device("cpu"), "replayed": replay,
+                 "count_kernel_flops": count_kernel_flops}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), str(path), "exec"), namespace)
+    return namespace["make_decode_step"], namespace["prefill_run"]
+
+
+def test_the_lessons_steps_replay_on_a_gpu_and_count_their_flops_eagerly():
+    """The lesson's helpers as a GPU runs them (a fake CUDA layer): graph=True hands the step to the
+    capture, graph=False does not; a pass's FLOPs are counted before capture (a replay runs no
+    operator FlopCounterMode could see), and the replayed step leaves the eager step's cache."""
+    cuda = FakeCuda()
+    handed = []
+
+    def replay(fn, device):
+        handed.append(fn)
+        return graphs.replayed(cuda.kernel(fn), "cuda", cuda=cuda)
+
+    make_decode_step, prefill_run = _lesson_helpers(replay)
+    model = build_model(TINY, seed=3)
+    torch.manual_seed(0)
+    eager, eager_cache = make_decode_step(model, 6, batch=2, graph=False)
+    assert not handed
+    torch.manual_seed(0)
+    step, cache = make_decode_step(model, 6, batch=2)
+    assert len(handed) == 1 and cuda.events.count("recorded") == 1
+    eager()
+    step()
+    assert cuda.events[-1] == "replay"
+    assert all(torch.equal(a, b) for a, b in zip(eager_cache.tensors(), cache.tensors()))
+    _, flops_eager = prefill_run(model, 5, graph=False)
+    _, flops = prefill_run(model, 5)
+    assert flops.total == flops_eager.total > 0 and len(handed) == 2
