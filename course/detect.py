@@ -1,7 +1,7 @@
 """Which hardware this notebook runs on, and what it can do.
 
 On an NVIDIA GPU the figures come from the catalog in course.hardware, looked up by the device's
-name (a GH200 matches the H200 entry); a GPU the catalog does not know is said so, then measured.
+name (a GH200 has entries of its own, one per memory version); a GPU the catalog does not know is said so, then measured.
 On a CPU there is no spec sheet to trust (the cores, the memory channels and the neighbours on a
 shared machine all matter), so the figures are measured, afresh on every call: read bandwidth
 (summing a buffer larger than the last-level cache: decode *reads* its weights) and matmul
@@ -122,12 +122,13 @@ def _safe(text: str) -> str:
 
 def catalog_accelerator(gpu_name: str) -> Accelerator | None:
     """The course catalog's entry for a GPU as the driver names it ("NVIDIA H100 80GB HBM3"), or
-    None. A GH200 (Grace Hopper) carries an H200-class GPU and matches the H200 entry by substring
-    ("NVIDIA GH200 480GB")."""
+    None. A GH200 (Grace Hopper) is not an H200: its GPU comes with 96 GB of HBM3 at 4.0 TB/s
+    ("NVIDIA GH200 480GB", the 480 GB being the Grace CPU's memory) or 144 GB of HBM3e at 4.9 TB/s
+    ("NVIDIA GH200 144G HBM3e"), each an entry of its own."""
     candidates = [gpu_name, gpu_name.removeprefix("NVIDIA ").strip()]
     upper = gpu_name.upper()
     if "GH200" in upper:
-        candidates.append("H200")
+        candidates.append("GH200 144GB HBM3e" if ("HBM3E" in upper or "144G" in upper) else "GH200 96GB HBM3")
     for candidate in candidates:
         try:
             return get_accelerator(candidate)

@@ -8,7 +8,8 @@ measures the work, not its launch.
 How lesson 3 measures is in modules of its own: course.threads (PyTorch's CPU threads under a
 neighbour's load), course.timing (timing in turns, and the statistics of the runs), course.probes
 (reference rates, and holding a measurement against them), course.detect (which hardware this is,
-and its figures) and course.readings (the lines lesson 3 prints about its runs).
+and its figures), course.graphs (on a GPU, each step replayed as one CUDA graph) and
+course.readings (the lines lesson 3 prints about its runs).
 """
 
 from __future__ import annotations

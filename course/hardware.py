@@ -90,6 +90,19 @@ CATALOG: dict[str, Accelerator] = {
             4800 * GIGA, 140 * GIB, "NVIDIA H200 datasheet", l2_cache_bytes=50e6,
             aliases=("h200", "nvidia h200"),  # not the H200 NVL: its dense peak is lower
         ),
+        # The GH200 Grace Hopper Superchip's GPU: a Hopper GPU with the H100's tensor-core rates
+        # (the datasheet prints the sparse ones, twice these), sold with two kinds of HBM. Neither is
+        # the H200 (141 GB HBM3e at 4.8 TB/s).
+        Accelerator(
+            "GH200 96GB HBM3", {"bf16": 989 * TERA, "fp8": 1979 * TERA, "tf32": 494.5 * TERA, "fp32": 67 * TERA},
+            4000 * GIGA, 96 * GIB, "NVIDIA GH200 Grace Hopper Superchip datasheet (96GB HBM3 version)",
+            l2_cache_bytes=50e6, aliases=("gh200", "nvidia gh200 480gb"),
+        ),
+        Accelerator(
+            "GH200 144GB HBM3e", {"bf16": 989 * TERA, "fp8": 1979 * TERA, "tf32": 494.5 * TERA, "fp32": 67 * TERA},
+            4900 * GIGA, 144 * GIB, "NVIDIA GH200 Grace Hopper Superchip datasheet (144GB HBM3e version)",
+            l2_cache_bytes=50e6, aliases=("gh200 hbm3e", "nvidia gh200 144g hbm3e"),
+        ),
         Accelerator(
             "L4", {"bf16": 121 * TERA, "fp8": 242.5 * TERA}, 300 * GIGA, 24 * GIB,
             "NVIDIA L4 datasheet", aliases=("nvidia l4",),

@@ -8,6 +8,9 @@ fits a step's fixed part (never states one below 0); `knee_reading` reads where 
 sweep's two longest passes reaches its shortest pass's time, says "no knee" only when the longest
 pass is not above that time, and that the time rises from the shortest pass only when the next
 pass's runs are above its runs. `noise_warning` names the points whose runs disagree too much.
+`graph_reading` sets an eager step beside its CUDA-graph replay; `knee_factors` splits the knee's
+distance from T* into what the runs measure (the one-token pass's level over the weights' read
+time, the long passes' FLOP/s over the peak).
 Noise shows that runs disagree, not why: the lines say the machine "may have been busy".
 """
 
@@ -241,3 +244,46 @@ def knee_reading(tokens: list[int], passes: list[Sampled], formula: float | None
     if formula is not None and formula > 0:
         line += f", {knee / formula:.2f}x the formula's {formula:,.1f}"
     return knee, line
+
+
+def graph_reading(eager: Sampled, graph: Sampled) -> str:
+    """The same step, eager and replayed as one CUDA graph: what the runs show of the launches' cost."""
+    if overlap(eager, graph):
+        return (f"eager {eager.median * 1e3:,.3f} ms, replayed as one CUDA graph {graph.median * 1e3:,.3f} ms: their "
+                f"runs overlap, so this run cannot tell the two apart")
+    if eager.median > graph.median:
+        return (f"eager {eager.median * 1e3:,.3f} ms, replayed as one CUDA graph {graph.median * 1e3:,.3f} ms: the "
+                f"same kernels, so launching them one by one from Python cost "
+                f"{(eager.median - graph.median) * 1e3:,.3f} ms of each eager step ({eager.median / graph.median:.2f}x)")
+    return (f"eager {eager.median * 1e3:,.3f} ms, replayed as one CUDA graph {graph.median * 1e3:,.3f} ms: the graph "
+            f"was the slower here, beyond the runs' spreads; the machine may have been busy. Re-run this cell")
+
+
+def knee_factors(tokens: list[int], passes: list[Sampled], flops: list[float], read_s: float, peak: float,
+                 t_star: float) -> str:
+    """Two factors of the measured knee against T*, each read off the runs. The FLOPs' time must
+    reach the one-token pass's time: (1) that time over the weights' read time (launch overhead, or
+    reads below the bandwidth, raise it), and (2) the FLOP/s at which the two longest passes added
+    their extra FLOPs (counted, `flops` per pass) over the peak (matmuls below the peak make the
+    FLOPs' time reach the level sooner: an earlier knee). Their product times T* is where a line
+    through the origin at that rate meets that level; T* itself assumes a level of one read and the
+    peak rate."""
+    if not (len(tokens) == len(passes) == len(flops) >= 3):
+        raise ValueError(f"need three or more passes with their FLOPs; got {len(tokens)} token counts, "
+                         f"{len(passes)} passes and {len(flops)} FLOP counts")
+    for name, value in (("read_s", read_s), ("peak", peak), ("t_star", t_star)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number, got {value!r}")
+    level = passes[0].median
+    lift = level / read_s
+    added_s = passes[-1].median - passes[-2].median
+    head = (f"the {tokens[0]}-token pass took {lift:.2f}x the weights' read time ({read_s * 1e3:,.3f} ms at this "
+            f"sweep's bandwidth): the level the FLOPs' time must reach")
+    if added_s <= 0 or overlap(passes[-1], passes[-2]):
+        return head + (f"; the two longest passes' runs overlap or are level, so no FLOP/s can be read off them; "
+                       f"the machine may have been busy. Re-run this cell")
+    efficiency = (flops[-1] - flops[-2]) / added_s / peak
+    return head + (f"; from T = {tokens[-2]} to {tokens[-1]} the passes added their FLOPs at {efficiency:.0%} of "
+                   f"this sweep's peak FLOP/s; together: {lift:.2f} x {efficiency:.2f} x T* = "
+                   f"{lift * efficiency * t_star:,.1f} tokens, where a pass at that rate and no fixed part reaches "
+                   f"the one-token pass's time")

@@ -93,12 +93,25 @@ class _FakeCuda:
 
 
 @pytest.mark.parametrize("name, expected", [("NVIDIA H100 80GB HBM3", "H100 SXM"), ("NVIDIA H200", "H200 SXM"),
-                                            ("NVIDIA GH200 480GB", "H200 SXM"), ("NVIDIA GH200 144G HBM3e", "H200 SXM"),
+                                            ("NVIDIA GH200 480GB", "GH200 96GB HBM3"),
+                                            ("NVIDIA GH200 144G HBM3e", "GH200 144GB HBM3e"),
                                             ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM")])
 def test_known_gpu_comes_from_the_catalog(monkeypatch, name, expected):
     monkeypatch.setattr(detect.torch, "cuda", _FakeCuda(name))
     acc = detect.detect_hardware("cuda", verbose=False)
     assert acc.name == expected and not acc.measured
+
+
+def test_gh200_is_not_the_h200():
+    """NVIDIA's GH200 datasheet: 96 GB of HBM3 at 4.0 TB/s, or 144 GB of HBM3e at 4.9 TB/s; the
+    H200 has 141 GB at 4.8 TB/s. The tensor-core rates are Hopper's (dense bf16 989 TFLOP/s)."""
+    from course.hardware import get_accelerator
+    hbm3, hbm3e, h200 = (get_accelerator(n) for n in ("GH200 96GB HBM3", "GH200 144GB HBM3e", "H200 SXM"))
+    assert (hbm3.bandwidth_bytes_per_s, hbm3.memory_bytes) == (4.0e12, 96 * 2**30)
+    assert (hbm3e.bandwidth_bytes_per_s, hbm3e.memory_bytes) == (4.9e12, 144 * 2**30)
+    assert hbm3.peak("bf16") == hbm3e.peak("bf16") == h200.peak("bf16") == 989e12
+    assert "96GB HBM3" in hbm3.source and "144GB HBM3e" in hbm3e.source
+    assert h200.bandwidth_bytes_per_s == 4.8e12
 
 
 def test_unknown_gpu_is_said_so_and_measured(monkeypatch, tmp_path, capsys):

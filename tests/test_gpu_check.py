@@ -120,6 +120,14 @@ def _tiny_notebook(path: Path, stop_at_third: bool) -> Path:
     return path
 
 
+GRAPHS = {"device": "cpu", "path": "eager", "same": {"decode": True}, "gap": {"decode": 0.0},
+          "ms": {"decode": {"eager": 1.0, "replayed": 1.0}}}  # graph_check's result, without its timings
+
+
+def _no_graph_check(monkeypatch):
+    monkeypatch.setattr(gpu_check, "graph_check", lambda device: GRAPHS)  # it has a test of its own, below
+
+
 @pytest.mark.slow
 def test_a_run_stopped_by_a_time_limit_leaves_what_it_measured(tmp_path, monkeypatch):
     """SIGTERM (what `timeout` sends) in the middle of the notebook: the cells that ran are in the
@@ -127,6 +135,7 @@ def test_a_run_stopped_by_a_time_limit_leaves_what_it_measured(tmp_path, monkeyp
     monkeypatch.setattr(gpu_check, "RECORDS", tmp_path / "records")
     monkeypatch.setattr(gpu_check, "NOTEBOOK", _tiny_notebook(tmp_path / "nb.ipynb", stop_at_third=True))
     monkeypatch.setattr(gpu_check, "run_bench", lambda *a, **k: pytest.fail("the benchmark ran after a stop"))
+    _no_graph_check(monkeypatch)
     assert gpu_check.main(["--cpu", "--timeout", "120"]) == 1
     [record] = (tmp_path / "records").iterdir()
     text = record.read_text()
@@ -147,11 +156,12 @@ def test_a_whole_run_writes_the_cells_then_the_benchmark_then_its_figures(tmp_pa
         return 0, "decode eager 1.000 ms/token\n"
 
     monkeypatch.setattr(gpu_check, "run_bench", bench)
+    _no_graph_check(monkeypatch)
     assert gpu_check.main(["--cpu", "--timeout", "120"]) == 0
     [record] = (tmp_path / "records").iterdir()
     text = record.read_text()
     order = ["| torch build |", "first figure 1.25 ms", "never reached", "4 code cells in", "every cell ran",
-             "## `python -m utils.bench`", "    decode eager 1.000 ms/token", "exit status 0", '"best": "eager"',
+             "## Lesson 3's timing path", "timing path on cpu: eager", "## `python -m utils.bench`", "    decode eager 1.000 ms/token", "exit status 0", '"best": "eager"',
              "Load average after the run"]
     assert [text.index(words) for words in order] == sorted(text.index(words) for words in order)
     assert "was stopped" not in text
@@ -168,6 +178,7 @@ def test_each_benchmark_line_is_on_disk_before_the_next_is_measured(tmp_path, mo
         raise gpu_check.Stopped("SIGTERM")
 
     monkeypatch.setattr(gpu_check, "run_bench", bench)
+    _no_graph_check(monkeypatch)
     assert gpu_check.main(["--cpu", "--skip-notebook"]) == 1
     assert "decode eager 1.000 ms/token" in seen_on_disk[0]
     text = next((tmp_path / "records").iterdir()).read_text()
@@ -190,6 +201,7 @@ def bench(gpu, json_path, on_line):
         time.sleep(0.5)
 
 gpu_check.run_bench = bench
+gpu_check.graph_check = lambda device: {"device": "cpu", "path": "eager", "same": {}, "gap": {}, "ms": {}}
 sys.exit(gpu_check.main(["--cpu", "--skip-notebook"]))
 """
 
@@ -247,3 +259,14 @@ def test_a_python_without_the_packages_is_told_what_it_lacks(tmp_path):
     assert "lacks torch, numpy, matplotlib, nbclient, nbformat, ipykernel" in proc.stderr
     assert "nothing was run or installed" in proc.stderr
     assert sorted(p.name for p in (bare / "lib").glob("python*/site-packages/*")) == []
+
+
+def test_the_graph_check_on_a_cpu_says_eager_and_compares_results():
+    """graph_check runs lesson 3's timing path (course.graphs); on a CPU nothing is captured, the
+    path says so, and the 'replayed' step is the eager one (tests/test_graphs.py replays through a
+    fake CUDA layer). On a GPU, make gpu-check writes the same block with the graphs' times."""
+    result = gpu_check.graph_check("cpu", rounds=1)
+    assert result["path"] == "eager" and result["same"] == {"decode": True, "prefill": True}
+    block = gpu_check.graph_block(result)
+    assert "timing path on cpu: eager" in block and "gives the logits and cache of eager" in block
+    assert set(result["ms"]["decode"]) == {"eager", "replayed"}

@@ -48,7 +48,7 @@ def test_targets_match_h100_h200_and_gh200_not_measured_gpus():
     from course.detect import catalog_accelerator
     for name in ("NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA GH200 480GB"):
         assert bench.is_target_gpu(catalog_accelerator(name).name), name
-    assert catalog_accelerator("NVIDIA GH200 480GB").name == "H200 SXM"
+    assert catalog_accelerator("NVIDIA GH200 480GB").name == "GH200 96GB HBM3"  # its own entry, not the H200's
     assert not bench.is_target_gpu("NVIDIA A100-SXM4-80GB")
     assert not bench.is_target_gpu("NVIDIA H100 NVL (measured)")
     assert not bench.is_target_gpu("CPU: AMD EPYC, 2 threads (measured)")

@@ -93,9 +93,9 @@ def test_reference_passes_and_release_fails_every_graded_cell():
 
 
 def test_sample_mistakes_lose_only_their_cells():
-    assert failed(MISTAKEN) == {"time_fn_tests", "generate_timing_tests", "predict_floors_tests", "decode_mbu_tests",
-                                "prefill_mfu_tests", "generate_without_cache_tests", "knee_tokens_tests",
-                                "quiz_q1"}, \
+    assert failed(MISTAKEN) == {"time_fn_tests", "generate_timing_tests", "predict_bounds_tests", "decode_mbu_tests",
+                                "prefill_mfu_tests", "generate_without_cache_tests", "ridge_in_tokens_tests",
+                                "quiz_q1", "p3_check"}, \
         graded(LESSON).messages(MISTAKEN)
 
 
@@ -103,7 +103,7 @@ def test_sample_mistakes_lose_only_their_cells():
 def test_each_further_mistake_loses_only_its_cell(name, trimmed_reference, notebooks, tmp_path):
     gid, source = SAMPLES.MORE_MISTAKES[name]
     verdicts = compare_notebooks(trimmed_reference, submission(notebooks, {gid: source}, tmp_path, name))
-    assert verdicts_failed(verdicts) == {"predict_floors_tests"}, {g: v.message for g, v in verdicts.items()}
+    assert verdicts_failed(verdicts) == {"predict_bounds_tests"}, {g: v.message for g, v in verdicts.items()}
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES.TIMING_MISTAKES))

@@ -18,7 +18,7 @@ Targets (docs/benchmarks.md records what was measured, and where):
                the same weights, measured in the same run, in turns: the median over --rounds
                rounds of each round's ratio (and is held against the read bandwidth);
   H100 / H200  decode MBU >= 60 % at batch 1 (CUDA graphs allowed); prefill MFU >= 50 % at
-               2,048 tokens (a GH200 counts as an H200).
+               2,048 tokens (a GH200 counts as an H200 here: the same Hopper GPU).
 
 On a GPU, decode is timed three ways: eager PyTorch, one CUDA graph captured by hand, and
 torch.compile(mode="reduce-overhead") (fused kernels replayed as CUDA graphs); the best is held
@@ -43,6 +43,7 @@ import torch
 
 from course.detect import describe, detect_hardware
 from course.device import dtype_name, model_dtype, pick_device, synchronize
+from course.graphs import capture
 from course.probes import held_against, matmul_probe, matvec_probe, read_probe
 from course.threads import set_cpu_threads
 from course.timing import Sampled, interleave, timed_call
@@ -59,7 +60,8 @@ ATTENTION_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENT
 
 
 def is_target_gpu(accelerator_name: str) -> bool:
-    """The GPU targets hold for the H100 and H200 catalog entries (a GH200 is looked up as an H200)."""
+    """The GPU targets hold for the H100, H200 and GH200 catalog entries (each name contains "H200"
+    or "H100")."""
     upper = accelerator_name.upper()
     return "(MEASURED)" not in upper and any(name in upper for name in TARGET_GPUS)
 
@@ -119,17 +121,9 @@ def decode_eager(model, cache, token, position) -> Callable[[], None]:
 
 
 def decode_cuda_graph(model, cache, token, position) -> Callable[[], None]:
-    """One decode step captured as a CUDA graph: every kernel replayed with a single launch."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side), torch.inference_mode():
-        for _ in range(3):  # warm up on a side stream, as torch.cuda.graphs asks
-            model(token, position, cache)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), torch.inference_mode():
-        model(token, position, cache)
-    return graph.replay
+    """One decode step captured as a CUDA graph (course.graphs, as lesson 3 times it): every
+    kernel replayed with a single launch."""
+    return capture(decode_eager(model, cache, token, position))
 
 
 def decode_compiled(model, cache, token, position) -> Callable[[], None]:

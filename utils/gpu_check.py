@@ -11,9 +11,11 @@ and ipykernel; when one is missing it names them all and stops before running an
 1. Lesson 3's source notebook (the reference answers) runs top to bottom on the detected GPU,
    as a student's Run All would (not under nbgrader: full sweeps, torch.compile included); every
    cell's time and printed output is kept, and an error in any cell is reported by number.
-2. python -m utils.bench runs (eager, hand-captured CUDA graph and torch.compile decode; eager
+2. Lesson 3's timing path (course.graphs): a small model's decode step and prefill, eager and
+   replayed as CUDA graphs, must leave the same logits and cache; both are timed.
+3. python -m utils.bench runs (eager, hand-captured CUDA graph and torch.compile decode; eager
    and compiled prefill), with every figure written as JSON.
-3. docs/gpu-runs/<date>-<device>.md records the device, driver, CUDA, cuDNN and torch versions
+4. docs/gpu-runs/<date>-<device>.md records the device, driver, CUDA, cuDNN and torch versions
    (and whether torch is a CUDA build), the load, the notebook's cell times and outputs, and
    every line of the benchmark. Each is appended (and flushed to disk) as soon as it exists, so
    a run stopped by a time limit leaves everything it measured until then.
@@ -23,7 +25,7 @@ build of torch (`+cpu`, torch.version.cuda is None; a pip configuration that off
 wheels makes pip pick one), with the way to get a CUDA build.
 
 Exit status: 0 when everything ran (targets met or not: the record says), 1 when a notebook cell
-or the benchmark failed, 2 when there is no usable GPU (without --cpu), 3 when a package it needs
+or the benchmark failed or a replayed pass differed from its eager one, 2 when there is no usable GPU (without --cpu), 3 when a package it needs
 is missing.
 """
 
@@ -359,6 +361,67 @@ def run_bench(gpu: bool, json_path: Path, on_line=None) -> tuple[int, str]:
     return rc, "".join(lines)
 
 
+GRAPH_HEADING = "## Lesson 3's timing path: a decode step eager and replayed as a CUDA graph\n\n"
+
+
+def graph_check(device=None, rounds: int = 10) -> dict:
+    """Lesson 3's GPU timing path on this machine (course.graphs): a small model's decode step and
+    prefill, eager and replayed, must leave the same logits and cache (within 1e-2 of the largest
+    logit in bf16: the same kernels, though a library may pick others under capture); both are
+    timed, in turns.
+    On a CPU the path is eager and nothing is captured, which the result says."""
+    import torch
+
+    from course.device import model_dtype, pick_device
+    from course.graphs import replayed, timing_path
+    from course.models import ModelConfig
+    from course.timing import interleave, timed_call
+    from course.toy_model import build_model
+
+    device = torch.device(device) if device is not None else pick_device()
+    config = ModelConfig("graph-check", n_layers=2, d_model=256, n_heads=4, n_kv_heads=2, d_ff=704, vocab_size=1024)
+    model = build_model(config, device, model_dtype(device), seed=0)
+    prompt = torch.randint(0, config.vocab_size, (2, 32), device=device)
+    result = {"device": str(device), "path": timing_path(device), "same": {}, "ms": {}}
+    for name in ("decode", "prefill"):
+        outs, fns = [], {}
+        for mode in ("eager", "replayed"):
+            cache = model.new_cache(2, 33)
+            token = model.prefill(prompt, cache).argmax(-1, keepdim=True)
+            out: list = []
+
+            def step(cache=cache, token=token, out=out):
+                if name == "decode":
+                    cache.length = 32
+                    out[:] = [model.decode(token, cache)]
+                else:
+                    cache.length = 0
+                    out[:] = [model.prefill(prompt, cache)]
+            fn = replayed(step, device) if mode == "replayed" else step
+            fn()
+            outs.append((out[0].float().clone(), [t.clone() for t in cache.tensors()]))
+            fns[mode] = fn
+        (a, cache_a), (b, cache_b) = outs
+        gap = max([(a - b).abs().max().item()]
+                  + [(x.float() - y.float()).abs().max().item() for x, y in zip(cache_a, cache_b)])
+        tolerance = (1e-5 if model.dtype == torch.float32 else 1e-2) * max(a.abs().max().item(), 1.0)
+        result["same"][name] = gap <= tolerance
+        result.setdefault("gap", {})[name] = gap
+        timed = interleave(fns, rounds=rounds, warmup=2, timer=lambda f: timed_call(f, device))
+        result["ms"][name] = {mode: timed[mode].median * 1e3 for mode in fns}
+    return result
+
+
+def graph_block(result: dict) -> str:
+    lines = [f"timing path on {result['device']}: {result['path']}"]
+    for name, same in result["same"].items():
+        ms = result["ms"][name]
+        lines.append(f"{name}: replayed {'gives the logits and cache of' if same else '**differs from**'} eager "
+                     f"(largest difference {result['gap'][name]:.2e}); "
+                     f"eager {ms['eager']:.3f} ms, replayed {ms['replayed']:.3f} ms (medians)")
+    return _indented("\n".join(lines)) + "\n"
+
+
 class Stopped(Exception):
     """The run received SIGTERM (a time limit)."""
 
@@ -405,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:   # not the main thread: a time limit's SIGTERM ends the run as it would anyway
         previous = None
     cells: list[dict] = []
-    bench_rc = 0
+    bench_rc, graph_failed = 0, False
     try:
         if not args.skip_notebook:
             print("running lesson 3 top to bottom with the reference answers ...", flush=True)
@@ -419,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
 
             run_notebook(NOTEBOOK, args.timeout, on_cell)
             record.write(cells_summary(cells))
+        print("checking lesson 3's timing path (CUDA graphs) ...", flush=True)
+        graphs = graph_check(None if gpu else "cpu")
+        record.write(GRAPH_HEADING + graph_block(graphs))
+        print(graph_block(graphs), end="", flush=True)
+        graph_failed = not all(graphs["same"].values())
         print("running the benchmark ...", flush=True)
         record.write(BENCH_HEADING)
         json_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"gpu-check-{os.getpid()}.json"
@@ -449,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
         record.close()
     print(f"record written: {_shown(record.path)}")
-    return 1 if (bench_rc != 0 or any(c["error"] for c in cells)) else 0
+    return 1 if (bench_rc != 0 or graph_failed or any(c["error"] for c in cells)) else 0
 
 
 if __name__ == "__main__":

@@ -47,8 +47,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
 ''',
     # A decode step predicted like a prefill: its matmuls do 2 N B FLOPs per prompt token, so the
     # predicted TPOT grows with the prompt as TTFT does.
-    "predict_floors": '''
-def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    "predict_bounds": '''
+def predict_bounds(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
     integers(at_least=1, prompt_len=prompt_len, batch=batch)
     positive(n_params=n_params, weight_bytes=weight_bytes, bandwidth=bandwidth, peak_flops=peak_flops)
     non_negative(kv_bytes_per_token=kv_bytes_per_token)
@@ -88,8 +88,8 @@ def generate_without_cache(model, prompt, n_out):
     return torch.cat(out, dim=1)
 ''',
     # The ridge point in FLOP/byte taken for tokens per pass: right only where a weight is 2 bytes.
-    "knee_tokens": '''
-def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
+    "ridge_in_tokens": '''
+def ridge_in_tokens(peak_flops, bandwidth, bytes_per_weight):
     positive(peak_flops=peak_flops, bandwidth=bandwidth, bytes_per_weight=bytes_per_weight)
     return peak_flops / bandwidth
 ''',
@@ -98,9 +98,12 @@ def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
 q1 = "a"
 q2 = "b"
 q3 = "c"
-q4 = "a"
-q5 = "b"
-q6 = "b"
+q4 = "b"
+''',
+    # T* taken for the knee whatever the one-token pass's level: the formula's assumption of a pass
+    # that costs one read of the weights and nothing more.
+    "p3": '''
+p3 = "b"
 ''',
 }
 
@@ -250,12 +253,19 @@ def generate_without_cache(model, prompt, n_out):
 q1 = " D "
 q2 = "B"
 q3 = "c"
-q4 = "a"
-q5 = "B "
-q6 = " B"
+q4 = " B"
 ''',
-        "knee_tokens": '''
-def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
+        "p1": '''
+p1 = " B "
+''',
+        "p2": '''
+p2 = "C"
+''',
+        "p3": '''
+p3 = "a "
+''',
+        "ridge_in_tokens": '''
+def ridge_in_tokens(peak_flops, bandwidth, bytes_per_weight):
     positive(peak_flops=peak_flops, bandwidth=bandwidth, bytes_per_weight=bytes_per_weight)
     return 0.5 * bytes_per_weight * peak_flops / bandwidth
 ''',
@@ -302,8 +312,8 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
         tpot = (e2e - ttft) / (n_out - 1)
     return {"tokens": torch.cat(out, 1), "token_times_s": times, "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e}
 ''',
-        "predict_floors": '''
-def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+        "predict_bounds": '''
+def predict_bounds(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
     def floor(tokens):
         compute = 2 * n_params * tokens / peak_flops
         memory = (weight_bytes + (kv_bytes_per_token * prompt_len) * batch) / bandwidth
@@ -312,11 +322,21 @@ def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token
         return memory
     return {"ttft_s": floor(batch * prompt_len), "tpot_s": floor(batch)}
 ''',
-        "knee_tokens": '''
-def knee_tokens(peak_flops, bandwidth, bytes_per_weight):
+        "ridge_in_tokens": '''
+def ridge_in_tokens(peak_flops, bandwidth, bytes_per_weight):
     read_one_weight_s = bytes_per_weight / bandwidth
     one_token_through_one_weight_s = 2 / peak_flops
     return read_one_weight_s / one_token_through_one_weight_s
+''',
+        "p1": '''
+# TTFT: 2NP FLOPs grow with P past T*; TPOT: the same weights, a slightly longer cache
+p1 = "b"
+''',
+        "p2": '''
+p2 = " c"
+''',
+        "p3": '''
+p3 = "A"
 ''',
     },
     # Harmless extra clock reads: a wall-clock total and a "launched at" stamp read while work is
@@ -410,15 +430,15 @@ def generate(model, prompt, n_out, clock=time.perf_counter, sync=synchronize):
 # graded cell(s) of that exercise, visibly (the batch-8 check) and when graded.
 MORE_MISTAKES = {
     # The FLOPs of one request only: a batch of B prompts computes as one.
-    "batch_left_out_of_flops": ("predict_floors", '''
-def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    "batch_left_out_of_flops": ("predict_bounds", '''
+def predict_bounds(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
     memory = (weight_bytes + batch * prompt_len * kv_bytes_per_token) / bandwidth
     return {"ttft_s": max(2 * n_params * prompt_len / peak_flops, memory),
             "tpot_s": max(2 * n_params / peak_flops, memory)}
 '''),
     # One cache of T tokens, as if the batch shared it: B x T x kv_bytes_per_token read as T x kv_bytes_per_token.
-    "batch_left_out_of_kv_bytes": ("predict_floors", '''
-def predict_floors(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
+    "batch_left_out_of_kv_bytes": ("predict_bounds", '''
+def predict_bounds(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token, bandwidth, peak_flops):
     memory = (weight_bytes + prompt_len * kv_bytes_per_token) / bandwidth
     return {"ttft_s": max(2 * n_params * batch * prompt_len / peak_flops, memory),
             "tpot_s": max(2 * n_params * batch / peak_flops, memory)}
