@@ -204,6 +204,8 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
         thread.join(timeout=60)
         print(out.getvalue())
         rows = sorted(_csv_rows(course))
+        # the feedback, made by two nbgrader processes at once (one per core of this grader)
+        feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
         # A rerun after a run that stopped with two of the three recorded (its journal, as that run
         # would have left it): only the third is graded again, the two keep their grades.
         from utils.cluster import JOURNAL, Journal, fingerprint, lesson_key
@@ -246,6 +248,8 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
     assert all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
     assert set(run.cluster["recorded"]) == students and set(run.cluster["recorded"].values()) == {1}
     assert rows == sorted(students)
+    assert feedback == sorted(KILL_STUDENTS), feedback
+    assert run.cluster["feedback_processes"] == {SYNTH: min(3, os.cpu_count() or 1)}
     assert _scores(db) == {(SYNTH, s, cell): points for s in KILL_STUDENTS
                            for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
     # the killed worker's submission was graded again on the other one, and says so

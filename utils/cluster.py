@@ -462,6 +462,40 @@ def grade_task(spec: dict, ref: dict) -> dict:
 
 # --- the grader's side -------------------------------------------------------------------------
 
+def feedback_in_parallel(g, lesson: str, processes: int | None = None) -> int:
+    """nbgrader generate_feedback for the lesson, in one nbgrader process per core of the grader at
+    once, each leaving out the students of the others (CourseDirectory.student_id_exclude): the
+    feedback of a large class is the grader's work alone (it reads the gradebook), one notebook
+    after another in one process otherwise. Failures as utils.grade.write_feedback's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from utils import grade
+    from utils.coursedir import log_tail
+
+    folder = g.root / "autograded"
+    graded = sorted(p.name for p in folder.iterdir() if (p / lesson).is_dir()) if folder.is_dir() else []
+    n = min(processes or os.cpu_count() or 1, len(graded))
+    if n < 2 or any("," in s for s in graded):   # an id with a comma cannot be left out by name
+        grade.write_feedback(g, lesson)
+        return 1
+    args = ["generate_feedback", lesson, "--force"] + (["--HideHiddenTests.enabled=False"] if g.show_hidden_tests else [])
+    chunks = [graded[i::n] for i in range(n)]
+
+    def one(chunk):
+        others = ",".join(s for s in graded if s not in set(chunk))
+        return g.nbgrader([*args, f"--CourseDirectory.student_id_exclude={others}"])
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        runs = list(pool.map(one, chunks))
+    for i, run in enumerate(runs):
+        if run.rc != 0:
+            g.run.logs[f"{lesson}/feedback-{i + 1}"] = run.log
+            g.run.failures.append(f"{lesson}: nbgrader generate_feedback failed (exit {run.rc}) for "
+                                  f"{len(chunks[i])} student(s) ({', '.join(chunks[i][:3])}...); see "
+                                  f"autograde.log:\n{log_tail(run.log)}")
+    return n
+
+
 @dataclass
 class Share:
     submissions: int = 0
@@ -484,6 +518,7 @@ class Cluster:
     worker_wait: float = WORKER_WAIT
     progress: tuple[int, int] = (0, 0)                   # (recorded, to record) of the lesson now
     resumed: list[str] = field(default_factory=list)     # lesson/student kept from a run that stopped
+    feedback_processes: dict[str, int] = field(default_factory=dict)   # lesson -> nbgrader processes at once
 
     @classmethod
     def connect(cls, address: str, say=print, *, timeout: float = CONNECT_TIMEOUT,
@@ -558,7 +593,8 @@ class Cluster:
                          "seconds": {w: s.seconds for w, s in self.shares.items()},
                          "references": dict(self.references), "recorded": dict(self.recorded),
                          "retried": list(self.retried), "dashboard": self.dashboard,
-                         "allowed_failures": self.allowed_failures, "resumed": list(self.resumed)}
+                         "allowed_failures": self.allowed_failures, "resumed": list(self.resumed),
+                         "feedback_processes": dict(self.feedback_processes)}
         if completed and self.journal is not None:
             self.journal.clear()
         self._shut()
@@ -574,6 +610,10 @@ class Cluster:
 
     def connected(self) -> bool:
         return getattr(self.client, "status", "running") == "running"
+
+    def feedback(self, g, lesson: str) -> None:
+        """The lesson's feedback HTML, on the grader's cores at once (feedback_in_parallel)."""
+        self.feedback_processes[lesson] = feedback_in_parallel(g, lesson)
 
     # -- one lesson ---------------------------------------------------------------------------
 

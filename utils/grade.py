@@ -612,8 +612,8 @@ def grade_lesson(g: Grading, lesson: str, known, with_feedback: bool = True) -> 
         p = plan(g.root, lesson, students, known)
         run_lesson(g, p)
     record_lesson(g, p)
-    if with_feedback:
-        write_feedback(g, lesson)
+    if with_feedback:   # on a cluster, in parallel on the grader's cores (utils/cluster.py)
+        (g.cluster.feedback if g.cluster is not None else write_feedback)(g, lesson)
     report(g, p)
     g.run.lesson_seconds[lesson] = time.perf_counter() - start
     g.say(f"{lesson}: graded {len(students)} submission(s) in {g.run.lesson_seconds[lesson]:.1f} s "
