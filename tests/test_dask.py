@@ -21,6 +21,7 @@ import contextlib
 import csv
 import io
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -40,7 +41,10 @@ pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"
 # A submission that takes seconds on a worker, waiting rather than computing: the reference answer
 KILL_STUDENTS = ("ann", "bo", "cy")
-SLOW_SQUARE = "import time\ntime.sleep(5)\n\ndef square(x):\n    return x * x"
+# (its kernel also prints the thread counts its numeric libraries were given)
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+SLOW_SQUARE = ("import os, time\nprint('threads:', ' '.join(os.environ.get(v, '-') for v in %r))\n"
+               "time.sleep(5)\n\ndef square(x):\n    return x * x" % (THREAD_VARS,))
 SAMPLE_STUDENTS = (REFERENCE, RELEASE, MISTAKEN)
 for _lesson in lessons(REPO):   # utils.demo's three samples, graded locally once for the whole session
     want(_lesson, {MISTAKEN: load_samples(_lesson)[0]})
@@ -95,11 +99,20 @@ def graded(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixture
     course = _class(base / "cluster-course", postgres_url, names)
     out = io.StringIO()
     start = time.perf_counter()
-    with loopback_cluster(2, base / "cluster") as cluster, contextlib.redirect_stdout(out):
-        run = grade_lessons(course, scheduler=cluster.address)
+    # Both workers share no disk with the grader: each runs in a mount namespace of its own where
+    # the course folder is empty, from its own clone of the repository at another path.
+    with loopback_cluster(2, base / "cluster", hide=(course,)) as cluster:
+        from distributed import Client
+
+        with Client(cluster.address, set_as_default=False) as client:
+            seen = client.run(lambda: [os.path.exists(course / "submitted"), os.path.exists(course / "nbgrader_config.py"),
+                                       __import__("utils").__file__])
+        with contextlib.redirect_stdout(out):
+            run = grade_lessons(course, scheduler=cluster.address)
     cluster_seconds = time.perf_counter() - start
     print(f"\ncluster run {cluster_seconds:.0f} s ({len(run.outcomes)} submissions)\n" + out.getvalue())
-    return {"course": course, "run": run, "out": out.getvalue(), "names": names, "postgres": postgres_url}
+    return {"course": course, "run": run, "out": out.getvalue(), "names": names, "postgres": postgres_url,
+            "seen": list(seen.values()), "clone": base / "cluster" / "clone"}
 
 
 def _local_scores(names) -> dict[tuple[str, str, str], float]:
@@ -110,6 +123,9 @@ def _local_scores(names) -> dict[tuple[str, str, str], float]:
 
 def test_cluster_grades_like_a_local_run(graded):
     course, run, out = graded["course"], graded["run"], graded["out"]
+    # the workers saw none of the course folder, and ran the tools of their own clone
+    assert len(graded["seen"]) == 2 and all(seen[:2] == [False, False] for seen in graded["seen"]), graded["seen"]
+    assert all(seen[2].startswith(str(graded["clone"])) for seen in graded["seen"]), graded["seen"]
     cluster_scores = _scores(graded["postgres"])
     assert cluster_scores == _local_scores(graded["names"]) and len(cluster_scores) > 0
     students = {(o.lesson, o.student) for o in run.outcomes}
@@ -141,7 +157,7 @@ def test_cluster_grades_like_a_local_run(graded):
     assert list((course / "feedback" / "reference-solution").rglob("*.html"))
 
 
-def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path):  # noqa: F811
+def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, monkeypatch, capfd):  # noqa: F811
     _need_cluster_tools()
     from distributed import Client
 
@@ -187,6 +203,43 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path):  
             run = grade_lessons(course, [SYNTH], scheduler=cluster.address)
         thread.join(timeout=60)
         print(out.getvalue())
+        rows = sorted(_csv_rows(course))
+        # the feedback, made by two nbgrader processes at once (one per core of this grader)
+        feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
+        # A rerun after a run that stopped with two of the three recorded (its journal, as that run
+        # would have left it): only the third is graded again, the two keep their grades.
+        from utils.cluster import JOURNAL, Journal, fingerprint, lesson_key
+        from utils.grade import _hash_tree
+
+        assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
+        journal, kept = Journal(course), list(KILL_STUDENTS[:2])
+        key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], [])   # the workers' key
+        for s in kept:
+            journal.add(SYNTH, key, s, _hash_tree(course / "submitted" / s / SYNTH))
+        with contextlib.redirect_stdout(io.StringIO()) as out2:
+            rerun = grade_lessons(course, [SYNTH], scheduler=cluster.address, feedback=False)
+        print(out2.getvalue())
+        rerun_rows = sorted(_csv_rows(course))
+        # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
+        # (the workers have been checked): one line on stderr, exit 1, and no grades.csv left over
+        # from the runs before to pass for this one's.
+        from utils import grade
+        from utils.cluster import Cluster
+        from utils.coursedir import kill_tree
+
+        template = Cluster._template
+
+        def and_lose_the_scheduler(self, g, lesson):
+            kill_tree(cluster.scheduler.pid)
+            cluster.scheduler.wait()
+            return template(self, g, lesson)
+
+        monkeypatch.setattr(Cluster, "_template", and_lose_the_scheduler)
+        assert (course / "grades.csv").is_file()
+        capfd.readouterr()
+        rc = grade.main(["--course", str(course), "--scheduler", cluster.address])
+        lost_out, lost_err = capfd.readouterr()
+        print(lost_out, lost_err)
 
     assert "key" in killed, "worker-1 was never seen grading a submission"
     victim = next(s for (_, s) in run.cluster["recorded"] if killed["key"].startswith(f"grade-{SYNTH}-{s}-"))
@@ -194,7 +247,9 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path):  
     assert students == {(SYNTH, s) for s in KILL_STUDENTS}
     assert all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
     assert set(run.cluster["recorded"]) == students and set(run.cluster["recorded"].values()) == {1}
-    assert sorted(_csv_rows(course)) == sorted(students)
+    assert rows == sorted(students)
+    assert feedback == sorted(KILL_STUDENTS), feedback
+    assert run.cluster["feedback_processes"] == {SYNTH: min(3, os.cpu_count() or 1)}
     assert _scores(db) == {(SYNTH, s, cell): points for s in KILL_STUDENTS
                            for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
     # the killed worker's submission was graded again on the other one, and says so
@@ -202,27 +257,70 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path):  
     note = next(o for o in run.outcomes if o.student == victim).notes
     assert any("was lost (the worker died); graded again on worker-2" in n for n in note), note
     assert all(w.startswith("worker-2") for w in run.cluster["workers"]), run.cluster["workers"]
+    assert rerun.cluster["resumed"] == [f"{SYNTH}/{s}" for s in KILL_STUDENTS[:2]]
+    assert set(rerun.cluster["recorded"]) == {(SYNTH, KILL_STUDENTS[2])}
+    assert all(o.status == "graded" for o in rerun.outcomes) and rerun_rows == sorted(students)
+    assert _scores(db) == {(SYNTH, s, cell): points for s in KILL_STUDENTS
+                           for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
+    assert "2 submission(s) recorded by an earlier run that stopped are kept" in out2.getvalue()
+    assert not (course / CACHE / JOURNAL).exists()
+    lines = [line for line in lost_err.splitlines() if line.strip()]
+    assert rc == 1 and len(lines) == 1, lost_err
+    assert lines[0].startswith(f"grade failed: lost the Dask scheduler at {cluster.address} (its connection "
+                               f"closed) after 0 of 3 submission(s) of {SYNTH} were recorded: what was recorded "
+                               f"is kept"), lines[0]
+    assert not (course / "grades.csv").exists()
+    # under the nanny (which sets those variables to 1 for its worker), each kernel got the worker's
+    # cores split between its threads (--nthreads 1: all of them), as the docs say
+    from utils.cluster import kernel_threads
+
+    share = kernel_threads(1, {})["OMP_NUM_THREADS"]
+    for s in KILL_STUDENTS:
+        nb = nbformat.read(str(course / "autograded" / s / SYNTH / "synthetic.ipynb"), as_version=4)
+        printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+        assert f"threads: {share} {share} {share}" in printed, printed
 
 
 # --- without a cluster: the refusal line, a submission that kills its workers, the address ----------
 
-def test_a_worker_with_other_course_files_refuses_in_one_line(synthetic_course, monkeypatch):
+def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     from types import SimpleNamespace
 
-    from conftest import SYNTH
     from utils.cluster import fingerprint, worker_problem
 
     monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.sandbox.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w7", address="tcp://10.0.0.7:40000")
-    expected = fingerprint(synthetic_course, SYNTH)
-    assert any(k.startswith("course package: ") for k in expected)
-    assert worker_problem(str(synthetic_course), SYNTH, expected, worker) is None
-    (synthetic_course / "source" / SYNTH / "synthetic.ipynb").write_text("{}")
-    line = worker_problem(str(synthetic_course), SYNTH, expected, worker)
+    expected = fingerprint()
+    package = sorted(k for k in expected if k.startswith("course package: "))
+    assert package and worker_problem(expected, (True, "bwrap"), worker) is None
+    line = worker_problem({**expected, package[0]: "0" * 64}, (True, "bwrap"), worker)
     assert line.startswith("worker w7 (tcp://10.0.0.7:40000, host ") and "\n" not in line
-    assert f"source/{SYNTH}/synthetic.ipynb" in line and "differ from the grader's" in line
-    line = worker_problem(str(synthetic_course / "elsewhere"), SYNTH, expected, worker)
-    assert "does not see the course directory" in line and "COURSE_CLUSTER_ROOT" in line
+    assert f"its course package differ from the grader's ({package[0]})" in line
+    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: "bwrap is not installed")
+    line = worker_problem(expected, (True, "bwrap"), worker)
+    assert line.endswith("the autograding sandbox cannot run there: bwrap is not installed")
+
+
+def test_a_worker_with_other_grading_tools_refuses_in_one_line(tmp_path, monkeypatch):
+    import shutil
+    from types import SimpleNamespace
+
+    from utils.cluster import fingerprint, worker_problem
+
+    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.sandbox.start_problem", lambda bwrap: None)
+    worker = SimpleNamespace(name="w8", address="tcp://10.0.0.8:40000")
+    expected = fingerprint()
+    assert "utils/grading/reference.py" in expected and "utils/grade.py" in expected
+    theirs = tmp_path / "their-clone"   # the worker's clone: the same tools, then one grader changed
+    shutil.copytree(REPO / "utils", theirs / "utils", ignore=shutil.ignore_patterns("__pycache__"))
+    assert worker_problem(expected, (True, "bwrap"), worker, tools=theirs) is None
+    with open(theirs / "utils" / "grading" / "reference.py", "a") as f:
+        f.write("\n# another version\n")
+    line = worker_problem(expected, (True, "bwrap"), worker, tools=theirs)
+    assert line.startswith("worker w8 (tcp://10.0.0.8:40000, host ") and "\n" not in line
+    assert "its grading tools differ from the grader's (utils/grading/reference.py)" in line
 
 
 def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
@@ -262,3 +360,72 @@ def test_scheduler_address_from_option_or_environment(monkeypatch):
     assert scheduler_address(None) is None
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://h:8786")
     assert scheduler_address(None) == "tcp://h:8786" and scheduler_address("tcp://o:1") == "tcp://o:1"
+
+
+# --- a scheduler as the docs start it: Dask alone, none of the course's tools ------------------------
+
+def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(tmp_path):
+    pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
+    from utils.cluster import Cluster, _task, loopback_cluster
+
+    with loopback_cluster(1, tmp_path / "cluster", nanny=False) as cluster:
+        c = Cluster.connect(cluster.address, lambda *a: None)
+        try:
+            # the scheduler cannot import the course's tools (its folder and path hold none)...
+            assert c.client.run_on_scheduler(lambda: __import__("importlib.util").util.find_spec("utils")) is None
+            # ...yet it answered the grader (allowed-failures) and runs the course's tasks on a worker
+            assert c.allowed_failures == 3
+            assert c.client.submit(_task("scheduler_address"), "tcp://h:1", pure=False).result(timeout=120) == "tcp://h:1"
+        finally:
+            c.client.close()
+
+
+# --- addresses that are not a scheduler, a cluster without workers, a scheduler lost --------------
+
+def _one_line_refusal(address: str, match: str, **options) -> str:
+    from utils.cluster import Cluster
+    from utils.coursedir import ToolError
+
+    start = time.monotonic()
+    with pytest.raises(ToolError) as err:
+        Cluster.connect(address, lambda *a: None, **options)
+    line = str(err.value)
+    assert "\n" not in line and match in line, line
+    return line, time.monotonic() - start
+
+
+def test_a_dashboard_url_a_closed_port_and_another_service_each_give_one_line():
+    import socket
+    import socketserver
+
+    pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
+    line, _ = _one_line_refusal("http://127.0.0.1:8787/status", "is a web address (the scheduler's dashboard?)")
+    assert "tcp://HOST:8786" in line
+    with socket.socket() as s:   # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _, seconds = _one_line_refusal(f"tcp://127.0.0.1:{port}", f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}")
+    assert seconds < 5
+
+    class NotDask(socketserver.BaseRequestHandler):   # a web server's answer to anything
+        def handle(self):
+            self.request.recv(4096)
+            self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 11\r\n\r\nBad Request" * 50)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), NotDask) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        address = f"tcp://127.0.0.1:{server.server_address[1]}"
+        try:
+            _, seconds = _one_line_refusal(address, f"{address} does not answer as a Dask scheduler", timeout=3)
+        finally:
+            server.shutdown()
+    assert seconds < 30
+
+
+def test_a_cluster_without_workers_gives_one_line_after_a_bounded_wait(tmp_path):
+    pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
+    from utils.cluster import loopback_cluster
+
+    with loopback_cluster(0, tmp_path / "cluster") as cluster:
+        line, seconds = _one_line_refusal(cluster.address, "has no workers (waited 2 s)", wait=2)
+    assert f"dask worker {cluster.address}" in line and seconds < 20

@@ -612,8 +612,8 @@ def grade_lesson(g: Grading, lesson: str, known, with_feedback: bool = True) -> 
         p = plan(g.root, lesson, students, known)
         run_lesson(g, p)
     record_lesson(g, p)
-    if with_feedback:
-        write_feedback(g, lesson)
+    if with_feedback:   # on a cluster, in parallel on the grader's cores (utils/cluster.py)
+        (g.cluster.feedback if g.cluster is not None else write_feedback)(g, lesson)
     report(g, p)
     g.run.lesson_seconds[lesson] = time.perf_counter() - start
     g.say(f"{lesson}: graded {len(students)} submission(s) in {g.run.lesson_seconds[lesson]:.1f} s "
@@ -641,13 +641,17 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
     names = resolve_lessons(names or [], root)
     if address is not None:
         from utils.cluster import Cluster
-        g.cluster = Cluster.connect(address, g.say)
+        g.cluster = Cluster.connect(address, g.say, root=root)
+    if export:   # an export left by an earlier run must not pass for this one's, should it stop early
+        (root / "grades.csv").unlink(missing_ok=True)
+    completed = False
     try:
         for lesson in names:
             grade_lesson(g, lesson, known, feedback)
+        completed = True
     finally:
         if g.cluster is not None:
-            g.cluster.close(g)
+            g.cluster.close(g, completed)
     if g.run.lessons and export:
         write_export(g)
     g.run.seconds = time.perf_counter() - start
