@@ -66,6 +66,11 @@ COLLECT_CLASS = "utils.workflow.OwnerCheckedCollect"   # nbgrader_config.py name
 _STUDENT_ID = re.compile(r"^[\w@-][\w.@-]{0,63}$")
 
 
+# what nbgrader's submit adds to a submission and its later steps read: the time of submission
+# (late penalties) and the secret that names the student's feedback file
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}
+
+
 class OwnerCheckedCollect(ExchangeCollect):
     """nbgrader's collect (`--update`, due dates and all) that no entry in `inbound/` can stop or
     spoil: each submission is checked on its own, and one that fails a check is refused (a
@@ -78,10 +83,10 @@ class OwnerCheckedCollect(ExchangeCollect):
     (`check_owner`, the default), a folder not owned by the student it is named for.
 
     Only what the lesson needs is copied: its notebooks (the `.ipynb` files at the top of
-    `release/LESSON/`) and nbgrader's `timestamp.txt`. Any other file a student put in the
-    submission (a module, an `nbgrader_config.py`, a folder) never reaches the course, where an
-    instructor's tool opening that folder could import or run it with the instructor's rights;
-    it is logged and left in the exchange.
+    `release/LESSON/`) and nbgrader's `timestamp.txt` and `submission_secret.txt`. Any other
+    file a student put in the submission (a module, an `nbgrader_config.py`, a folder) never
+    reaches the course, where an instructor's tool opening that folder could import or run it
+    with the instructor's rights; it is logged and left in the exchange.
 
     nbgrader's submit leaves each submission folder writable by everyone (mode 0777; the class's
     PrivateSubmit closes it) and nbgrader's collect takes the newest folder by its name, only
@@ -101,10 +106,10 @@ class OwnerCheckedCollect(ExchangeCollect):
 
     def _needed(self) -> set[str]:
         """The files a submission of this lesson consists of: its released notebooks (every
-        top-level notebook of the submission where release/LESSON/ holds none) and timestamp.txt."""
+        top-level notebook of the submission where release/LESSON/ holds none) and NBGRADER_FILES."""
         release = Path(self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id))
         names = {p.name for p in release.glob("*.ipynb") if p.is_file()} if release.is_dir() else set()
-        return names | {"timestamp.txt"} if names else set()
+        return names | NBGRADER_FILES if names else set()
 
     def _owner_uid(self, student: str) -> int | None:
         import pwd
@@ -251,7 +256,7 @@ class OwnerCheckedCollect(ExchangeCollect):
             rel = os.path.relpath(dirpath, src)
             ignored = set(ignore(dirpath, dirnames + filenames))
             if rel == ".":   # only the lesson's own files, at the top; no folder
-                wanted = needed or {n for n in filenames if n.endswith(".ipynb")} | {"timestamp.txt"}
+                wanted = needed or {n for n in filenames if n.endswith(".ipynb")} | NBGRADER_FILES
                 extra = [n for n in dirnames + filenames if n not in ignored and (n not in wanted or n in dirnames)]
                 left_out += extra
                 ignored |= set(extra)
