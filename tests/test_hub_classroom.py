@@ -2,13 +2,16 @@
 
 The one command (`bash utils/classroom-setup.sh`, twice: the second run changes nothing) into this
 test's own folders, with real Unix users of random names and passwords; a real JupyterHub (PAM
-logins, one local process per user, configurable-http-proxy) on free loopback ports. One student
-works through her server's REST API (what the Assignments tab sends); the other student and the
-instructor type the docs' commands into JupyterLab terminals of their servers (terminado
-websockets, login shells): release, fetch, submit, collect, grade in the sandbox, feedback,
-fetch feedback. Then what one student must not do to another, each check beside a control that
-shows it can fail: the same probe run by the owner (or against a submission made by nbgrader's
-own submit) succeeds.
+logins, one local process per user, configurable-http-proxy) on free privileged loopback ports. One
+student works through her server's REST API (what the Assignments tab sends); the other student and
+the instructor type the docs' commands into JupyterLab terminals of their servers (terminado
+websockets, login shells): release, fetch, submit, collect, grade in the sandbox, feedback, fetch
+feedback. Then what one student must not do to another, each check beside a control that shows it
+can fail: the same probe run by the owner (or against a submission made by nbgrader's own submit)
+succeeds. And the class server's attacks of docs/instructors.md's threat model, as a student, each
+with its control: a classmate's kernel heard through loopback TCP, modules and a config planted in
+a submission, a script on a student's page with the instructor's cookies, the hub's ports taken
+while it is stopped, the checkout the class was set up from, sandbox folders left in /tmp.
 
 Everything lives under one temporary folder, apart from the users' entries in /etc/passwd,
 /etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
