@@ -202,20 +202,27 @@ def test_the_checkout_is_closed_to_other_users(tmp_path):
 
 
 def test_kernels_use_unix_sockets_in_the_users_runtime_folder(tmp_path, monkeypatch):
-    """The environment-wide configuration the setup writes: the ipc transport, and for nbgrader
-    validate (no connection file of its own) sockets at an absolute path in the runtime folder."""
+    """The configuration the setup copies into the environment (and `make lab` reads): the ipc
+    transport, and for nbgrader validate (no connection file of its own) sockets at an absolute
+    path in the runtime folder. Where that folder's path is too long for a Unix socket, TCP."""
+    import tempfile
     from jupyter_client import KernelManager
     from traitlets.config.loader import PyFileConfigLoader
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "run"))
-    for name, text in classroom.KERNEL_CONFIG.items():
-        (tmp_path / name).write_text(text)
-        cfg = PyFileConfigLoader(name, path=str(tmp_path)).load_config()
-        km = KernelManager(config=cfg)
-        assert km.transport == "ipc", name
-        if name != "jupyter_config.py":
-            assert km.ip.startswith(str(tmp_path / "run") + os.sep), km.ip
-            assert stat_mode(tmp_path / "run") == 0o700
-    assert KernelManager().transport == "tcp"   # the control: jupyter_client's own default
+    short = Path(tempfile.mkdtemp(prefix="kr", dir="/tmp"))
+    try:
+        for run, transport in ((short / "run", "ipc"), (tmp_path / ("x" * 60) / "run", "tcp")):
+            monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(run))
+            for name, text in classroom.KERNEL_CONFIG.items():
+                (tmp_path / name).write_text(text)
+                cfg = PyFileConfigLoader(name, path=str(tmp_path)).load_config()
+                km = KernelManager(config=cfg)
+                assert km.transport == transport, (name, run)
+                if name != "jupyter_config.py" and transport == "ipc":
+                    assert km.ip.startswith(str(run) + os.sep), km.ip
+                    assert stat_mode(run) == 0o700
+        assert KernelManager().transport == "tcp"   # jupyter_client's own default
+    finally:
+        shutil.rmtree(short)
 
 
 def test_an_origin_per_user_needs_https():
@@ -225,3 +232,4 @@ def test_an_origin_per_user_needs_https():
         classroom.check_bind(_room(subdomain_host="http://class.example.org"))
     with pytest.raises(ToolError, match="such as"):
         classroom.check_bind(_room(subdomain_host="class.example.org/path"))
+

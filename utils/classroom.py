@@ -332,23 +332,12 @@ def shared_env(room: Classroom, base_python: Path) -> Path:
 # The kernels' transport for every Jupyter program in the shared environment (its etc/jupyter,
 # root's, read before each user's own ~/.jupyter): Unix sockets in the user's runtime folder,
 # never loopback TCP, where any user on the server can connect to a kernel's ports. A user's own
-# configuration can change it for her own kernels only. A Jupyter server names each kernel's
-# connection file (its sockets sit beside it); nbgrader and nbconvert name none, so their
-# sockets get a path in the runtime folder too (one kernel at a time per process).
-KERNEL_CONFIG = {
-    "jupyter_config.py": (f"{MARK}: every user's kernels on Unix sockets in their own runtime folder\n"
-                          "c = get_config()  # noqa: F821\n"
-                          "c.KernelManager.transport = 'ipc'\n"),
-    **{name: (f"{MARK}: the kernels of nbgrader validate and nbconvert on Unix sockets in the user's runtime folder\n"
-              "import os\n"
-              "from jupyter_core.paths import jupyter_runtime_dir\n"
-              "c = get_config()  # noqa: F821\n"
-              "c.KernelManager.transport = 'ipc'\n"
-              "_run = jupyter_runtime_dir()\n"
-              "os.makedirs(_run, mode=0o700, exist_ok=True)\n"
-              "c.KernelManager.ip = os.path.join(_run, f'kernel-{os.getpid()}')\n")
-       for name in ("nbgrader_config.py", "jupyter_nbconvert_config.py")},
-}
+# configuration can change it for her own kernels only. The files are the student Lab's
+# (utils/student-lab: jupyter_config.py for every program; nbgrader's and nbconvert's, which
+# name no connection file, give their sockets a path in the runtime folder).
+KERNEL_CONFIG_DIR = Path(__file__).with_name("student-lab")
+KERNEL_CONFIG = {name: f"{MARK} from utils/student-lab/{name}\n" + (KERNEL_CONFIG_DIR / name).read_text()
+                 for name in ("jupyter_config.py", "nbgrader_config.py", "jupyter_nbconvert_config.py")}
 
 
 def kernel_config(room: Classroom) -> None:
