@@ -172,3 +172,64 @@ def test_the_one_command_without_a_class_installs_nothing():
     assert not Path("/nonexistent/prefix").exists()
     res = subprocess.run(["bash", script, "--help"], capture_output=True, text=True, cwd="/")
     assert res.returncode == 0 and "--instructor" in res.stdout and "--behind-proxy" in res.stdout, res.stderr
+
+
+def test_the_hubs_ports_are_ones_only_root_may_take(monkeypatch):
+    """The public port, the hub's own and the proxy's API below the first unprivileged port, and
+    distinct; the control: an unprivileged port (the hub's usual 8000, 8081, 8001) is refused."""
+    classroom.check_ports(_room())
+    classroom.check_ports(_room(bind_url="https://0.0.0.0:443", hub_port=700, proxy_api_port=701))
+    for kw in ({"bind_url": "http://127.0.0.1:8000"}, {"hub_port": 8081}, {"proxy_api_port": 8001}):
+        with pytest.raises(ToolError, match="any user may listen on"):
+            classroom.check_ports(_room(**kw))
+    with pytest.raises(ToolError, match="must differ"):
+        classroom.check_ports(_room(hub_port=880))
+    # where the system lets everyone take low ports (a container's default), the setup says so
+    monkeypatch.setattr(classroom, "unprivileged_port_start", lambda: 0)
+    with pytest.raises(ToolError, match="ip_unprivileged_port_start=1024"):
+        classroom.check_ports(_room())
+
+
+def test_the_checkout_is_closed_to_other_users(tmp_path):
+    checkout = tmp_path / "clone"
+    checkout.mkdir(mode=0o755)
+    checkout.chmod(0o755)
+    room = _room()
+    classroom.close_checkout(room, checkout)
+    assert stat_mode(checkout) == 0o700 and "hidden tests" in room.actions[0]
+    classroom.close_checkout(room, checkout)   # the control: a closed one is left as it is
+    assert len(room.actions) == 1
+
+
+def test_kernels_use_unix_sockets_in_the_users_runtime_folder(tmp_path, monkeypatch):
+    """The configuration the setup copies into the environment (and `make lab` reads): the ipc
+    transport, and for nbgrader validate (no connection file of its own) sockets at an absolute
+    path in the runtime folder. Where that folder's path is too long for a Unix socket, TCP."""
+    import tempfile
+    from jupyter_client import KernelManager
+    from traitlets.config.loader import PyFileConfigLoader
+    short = Path(tempfile.mkdtemp(prefix="kr", dir="/tmp"))
+    try:
+        for run, transport in ((short / "run", "ipc"), (tmp_path / ("x" * 60) / "run", "tcp")):
+            monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(run))
+            for name, text in classroom.KERNEL_CONFIG.items():
+                (tmp_path / name).write_text(text)
+                cfg = PyFileConfigLoader(name, path=str(tmp_path)).load_config()
+                km = KernelManager(config=cfg)
+                assert km.transport == transport, (name, run)
+                if name != "jupyter_config.py" and transport == "ipc":
+                    assert km.ip.startswith(str(run) + os.sep), km.ip
+                    assert stat_mode(run) == 0o700
+        assert KernelManager().transport == "tcp"   # jupyter_client's own default
+    finally:
+        shutil.rmtree(short)
+
+
+def test_an_origin_per_user_needs_https():
+    classroom.check_bind(_room(subdomain_host="https://class.example.org"))
+    classroom.check_bind(_room(subdomain_host="http://localhost:880"))   # a browser on this server
+    with pytest.raises(ToolError, match="use https"):                      # the control
+        classroom.check_bind(_room(subdomain_host="http://class.example.org"))
+    with pytest.raises(ToolError, match="such as"):
+        classroom.check_bind(_room(subdomain_host="class.example.org/path"))
+

@@ -2,13 +2,16 @@
 
 The one command (`bash utils/classroom-setup.sh`, twice: the second run changes nothing) into this
 test's own folders, with real Unix users of random names and passwords; a real JupyterHub (PAM
-logins, one local process per user, configurable-http-proxy) on free loopback ports. One student
-works through her server's REST API (what the Assignments tab sends); the other student and the
-instructor type the docs' commands into JupyterLab terminals of their servers (terminado
-websockets, login shells): release, fetch, submit, collect, grade in the sandbox, feedback,
-fetch feedback. Then what one student must not do to another, each check beside a control that
-shows it can fail: the same probe run by the owner (or against a submission made by nbgrader's
-own submit) succeeds.
+logins, one local process per user, configurable-http-proxy) on free privileged loopback ports. One
+student works through her server's REST API (what the Assignments tab sends); the other student and
+the instructor type the docs' commands into JupyterLab terminals of their servers (terminado
+websockets, login shells): release, fetch, submit, collect, grade in the sandbox, feedback, fetch
+feedback. Then what one student must not do to another, each check beside a control that shows it
+can fail: the same probe run by the owner (or against a submission made by nbgrader's own submit)
+succeeds. And the class server's attacks of docs/instructors.md's threat model, as a student, each
+with its control: a classmate's kernel heard through loopback TCP, modules and a config planted in
+a submission, a script on a student's page with the instructor's cookies, the hub's ports taken
+while it is stopped, the checkout the class was set up from, sandbox folders left in /tmp.
 
 Everything lives under one temporary folder, apart from the users' entries in /etc/passwd,
 /etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
@@ -94,16 +97,21 @@ def _skip_reason() -> str | None:
     return None
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+def _free_privileged_ports(n: int) -> list[int]:
+    """Free loopback ports below 1024 (only root may listen there), picked at random so that two
+    runs on one machine rarely meet."""
+    import random
+    ports: list[int] = []
+    for port in random.sample(range(600, 1000), 400):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == n:
+            return ports
+    raise AssertionError("no free privileged ports on loopback")
 
 
 def _linked_env(dest: Path, python: Path) -> Path:
@@ -219,14 +227,11 @@ class Hub:
         self.requests = requests
         self.room = room
         self.url = f"http://127.0.0.1:{room.port}"
-        hub_port, api_port = _free_ports(2)
         self.token = secrets.token_hex(32)
         self.test_config = room.base / "hub_test_config.py"
         self.test_config.write_text(f"""
 c = get_config()  # noqa
 load_subconfig({str(room.prefix / 'jupyterhub_config.py')!r})
-c.JupyterHub.hub_bind_url = "http://127.0.0.1:{hub_port}"
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{api_port}"
 c.JupyterHub.pid_file = {str(room.hub_state / 'hub.pid')!r}
 c.JupyterHub.services = [{{"name": "class-test", "api_token": {self.token!r}}}]
 c.JupyterHub.load_roles = [{{"name": "admin", "services": ["class-test"]}}]
@@ -371,7 +376,10 @@ class Class:
         self.env = base / "prefix" / "env"
         self.hub_state = base / "prefix" / "hub"
         self.profile = Path(f"/etc/profile.d/hubtest-{self.tag}.sh")
-        self.port = _free_ports(1)[0]
+        # the public port, the hub's own and the proxy's API: privileged, as the setup insists
+        self.port, self.hub_port, self.api_port = _free_privileged_ports(3)
+        self.checkout = base / "checkout"   # the clone the class is set up from, as an admin leaves it
+        self.markers = base / "markers"     # what a student's planted code would leave if it ran
         self.hub: Hub | None = None
 
     def home(self, name: str) -> Path:
@@ -389,6 +397,14 @@ class Class:
         self.prefix.mkdir(mode=0o755)
         for name in (self.instructor, self.alice, self.bob):
             self.users.add(name)
+        # a clone readable by everyone (git's default modes), with every lesson's source/
+        self.checkout.mkdir(mode=0o755)
+        for part in ("utils", "course", "source"):
+            shutil.copytree(REPO / part, self.checkout / part, ignore=shutil.ignore_patterns("__pycache__"))
+        for f in ("pyproject.toml", "requirements.txt", "requirements-pins.txt", "requirements-dev.txt"):
+            shutil.copy2(REPO / f, self.checkout / f)
+        self.markers.mkdir(mode=0o777)
+        self.markers.chmod(0o1777)
         t0 = time.monotonic()
         given = os.environ.get("HUB_TEST_ENV")
         if given:
@@ -403,11 +419,14 @@ class Class:
         shutil.copytree(REPO / "utils", self.course / "utils", ignore=shutil.ignore_patterns("__pycache__"))
         roster = self.base / "students.csv"
         roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
-        args = ["bash", str(REPO / "utils" / "classroom-setup.sh"), "--prefix", str(self.prefix),
+        args = ["bash", str(self.checkout / "utils" / "classroom-setup.sh"), "--prefix", str(self.prefix),
                 "--instructor", self.instructor, "--students", str(roster), "--exchange", str(self.exchange),
                 "--env", str(self.env), *([] if _base_python() == DEBIAN_PYTHON else ["--python", str(_base_python())]),
                 "--course-dir", str(self.course),
-                "--profile-script", str(self.profile), "--address", f"127.0.0.1:{self.port}"]
+                "--profile-script", str(self.profile), "--address", f"127.0.0.1:{self.port}",
+                "--hub-port", str(self.hub_port), "--proxy-api-port", str(self.api_port)]
+        source = next(self.checkout.glob("source/*/*.ipynb"))
+        assert _can(self.bob, f"cat {source} >/dev/null"), "the control: the clone was expected readable before the setup"
         t0 = time.monotonic()
         first = _check(subprocess.run(args, capture_output=True, text=True, cwd="/"), "the one command")
         TIMINGS["the one command (environment in place)"] = time.monotonic() - t0
@@ -492,6 +511,7 @@ def test_a_class_on_one_server(base):
         assert f"hub URL      http://127.0.0.1:{room.port}/" in first and "left to you" in first, first
         assert "changed this run: 0" in again and "installing" not in again, f"a second run changed things:\n{again}"
         _check_layout(room)
+        _check_checkout(room)
 
         hub = room.hub = Hub(room)
         _check_hub_face(room)
@@ -507,6 +527,7 @@ def test_a_class_on_one_server(base):
         TIMINGS["three servers started together, all ready"] = time.monotonic() - t0
         teacher, alice, bob = (Server(hub, n) for n in names)
         _check_servers(room, alice, teacher)
+        _check_kernels(room, alice)
 
         # the round trip: the instructor and bob in terminals, alice through the REST API
         t_trip = time.monotonic()
@@ -521,6 +542,14 @@ def test_a_class_on_one_server(base):
         r = bob.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
                                                                  "content": room.answered({"mul": ONLY_VISIBLE})})
         assert r.status_code in (200, 201), r.text
+        # validate in a terminal: its kernel on Unix sockets, so no warning about TCP; the control:
+        # the same validate over TCP (bob weakening his own kernel) prints it
+        ipc, tcp = bob.terminal(f"nbgrader validate {LESSON}/{NB}",
+                                f"nbgrader validate {LESSON}/{NB} --KernelManager.transport=tcp --KernelManager.ip=127.0.0.1")
+        assert "Success" in ipc and "without encryption" not in ipc, ipc
+        assert "without encryption" in tcp, tcp
+        # modules and configuration planted beside the notebook, to run as whoever opens the folder
+        _check(_sh(room.bob, _plant(room, f"~/{LESSON}")), "bob plants modules")
         bob.terminal(f"nbgrader submit {LESSON}")
         a_sub, b_sub = room.inbound(room.alice)[-1], room.inbound(room.bob)[-1]
         for sub in (a_sub, b_sub):
@@ -546,6 +575,9 @@ def test_a_class_on_one_server(base):
         graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grade {LESSON}", timeout=400)[0]
         TIMINGS["grading two submissions in the sandbox, from the instructor's terminal"] = time.monotonic() - t0
         assert _scores(graded.replace("\r", "")) == {room.alice: "6/6", room.bob: "3/6"}, graded
+        uid = room.users.uid(room.instructor)
+        left = [p.name for p in Path(tempfile.gettempdir()).glob("k[bc]-*") if p.lstat().st_uid == uid]
+        assert left == [], f"grading left its sandboxes' folders in /tmp: {left}"
         teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.workflow feedback {LESSON}")
         alice.nbgrader("fetch_feedback")
         fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
@@ -554,6 +586,7 @@ def test_a_class_on_one_server(base):
         fb = sorted(room.home(room.bob).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 3.0 / 6.0" in fb[-1].read_text() and "HIDDEN-CHECK" not in fb[-1].read_text()
         TIMINGS["round trip (release to fetched feedback)"] = time.monotonic() - t_trip
+        _check_planted(room)
 
         # every probe: refused to bob; the control, alice on her own, succeeds (the probe can succeed)
         t0 = time.monotonic()
@@ -570,6 +603,8 @@ def test_a_class_on_one_server(base):
                   if "submission" in what and "secret" not in what and "move" not in what and _can(room.alice, script)]
         assert len(opened) >= 4, f"the control: nbgrader's own submission was expected to be open, {opened}"
         _check_instructor_only(room)
+        _check_one_origin(room)
+        _check_ports_after_the_hub(room)
         TIMINGS["isolation checks and controls"] = time.monotonic() - t0
     finally:
         if room.hub is not None:
@@ -582,6 +617,128 @@ def test_a_class_on_one_server(base):
               "load average:", Path("/proc/loadavg").read_text().split()[:3])
         assert not problems, problems
         assert not base.exists()
+
+
+_PLANTED = ("nbformat.py", "nbgrader_config.py", "sitecustomize.py", "utils/__init__.py")
+
+
+def _plant(room: Class, folder: str) -> str:
+    """A shell script that puts, beside a notebook, modules and an nbgrader config that leave a
+    marker (their name) in room.markers when Python imports or nbgrader loads them."""
+    lines = [f"mkdir -p {folder}/utils"]
+    for rel in _PLANTED:
+        tag = rel.replace("/", "_")
+        lines.append(f"echo \"open('{room.markers}/{tag}', 'w').close()\" > {folder}/{rel}")
+    return " && ".join(lines)
+
+
+def _check_planted(room: Class) -> None:
+    """Nothing but the lesson's notebook (and nbgrader's timestamp) reaches the course from bob's
+    submission, which held modules and a config; none of them ran. The control: in his own folder
+    the same module runs when Python starts there."""
+    for step in ("submitted", "autograded"):
+        got = sorted(p.name for p in (room.course / step / room.bob / LESSON).iterdir())
+        assert set(got) <= {NB, "timestamp.txt", "submission_secret.txt"} and NB in got, f"{step}/ holds {got}"
+    assert sorted(p.name for p in room.markers.iterdir()) == [], "code planted in a submission ran"
+    _check(_sh(room.bob, f"cd ~/{LESSON} && python -c 'import nbformat'"), "bob imports his own module")
+    assert [p.name for p in room.markers.iterdir()] == ["nbformat.py"], "the control: the planted module runs"
+
+
+def _check_checkout(room: Class) -> None:
+    """The clone the class was set up from, readable by everyone before, is closed to students."""
+    source = next(room.checkout.glob("source/*/*.ipynb"))
+    assert _mode(room.checkout) == 0o700, oct(_mode(room.checkout))
+    assert not _can(room.bob, f"cat {source} >/dev/null"), "a student can read the checkout's source/"
+    assert _can("root", f"cat {source} >/dev/null")
+
+
+def _listening(uid: int) -> set[int]:
+    """The TCP ports `uid` listens on, as any user reads them from /proc/net/tcp and tcp6."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] == "0A" and int(f[7]) == uid:   # LISTEN
+                ports.add(int(f[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def _check_kernels(room: Class, alice: Server) -> None:
+    """A kernel in alice's server talks over Unix sockets in her own runtime folder: a classmate
+    finds no port of it in /proc/net/tcp and cannot enter the folder. The controls: the same
+    reading finds alice's server's own port; alice enters her folder."""
+    r = alice.call("POST", "/api/kernels", json={"name": "python3"})
+    assert r.status_code in (200, 201), r.text
+    kid = r.json()["id"]
+    run = room.prefix / "run" / str(room.users.uid(room.alice))
+    try:
+        conn = run / f"kernel-{kid}.json"
+        # the kernel has bound its sockets: the files beside its connection file
+        room.hub.wait(lambda: conn.exists() and len(list(run.glob(f"kernel-{kid}-ipc-*"))) == 5, 120, "alice's kernel")
+        info = json.loads(conn.read_text())
+        assert info["transport"] == "ipc" and info["ip"].startswith(f"{run}/"), info
+        probe = f"awk 'FNR>1 && $4==\"0A\" && $8=={room.users.uid(room.alice)} {{print $2}}' /proc/net/tcp /proc/net/tcp6"
+        seen = {int(a.rsplit(":", 1)[1], 16) for a in _check(_sh(room.bob, probe), "bob reads /proc/net/tcp").split()}
+        route = room.hub.api("GET", "/proxy").json()[f"/user/{room.alice}/"]["target"]
+        server_port = int(route.rsplit(":", 1)[1].strip("/"))
+        # the control: bob's reading finds alice's server (its HTTP port, behind the hub's login)
+        assert server_port in seen and seen == _listening(room.users.uid(room.alice)), (seen, server_port)
+        # besides it, only ipykernel's pipe for the output of the kernel's forked children: a zmq
+        # PULL socket, which sends nothing to whoever connects and drops what lacks its random key
+        import psutil
+        kernel = [p for p in psutil.process_iter(["cmdline"]) if str(conn) in " ".join(p.info["cmdline"] or [])]
+        assert len(kernel) == 1, kernel
+        kernel_ports = {c.laddr.port for c in kernel[0].net_connections("tcp") if c.status == "LISTEN"}
+        assert seen - {server_port} == kernel_ports and len(kernel_ports) <= 1, (seen, server_port, kernel_ports)
+        assert not _can(room.bob, f"ls {run} >/dev/null"), "a classmate can enter alice's runtime folder"
+        assert _can(room.alice, f"ls {run} >/dev/null")
+    finally:
+        alice.call("DELETE", f"/api/kernels/{kid}")
+
+
+def _check_one_origin(room: Class) -> None:
+    """What the class uses (no --subdomain-host): one origin for the hub and every user's server,
+    each server's cookie scoped to its path /user/NAME/. A script on a page of bob's server, run
+    in the instructor's logged-in browser, sends the instructor's cookies with fetch or XHR, as
+    here (Sec-Fetch-Mode cors, same origin, no XSRF token: the token's cookie is set only on
+    the instructor's own pages): the instructor's server and the hub refuse each request, read or
+    write. The control: the same cookies on a page view (navigate) reach the instructor's course.
+    (What a same-origin page can still do, a frame or window of the instructor's own pages, is
+    the threat model's; no browser runs here.)"""
+    hub, who = room.hub, room.instructor
+    s = hub.requests.Session()
+    s.headers.update({"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Dest": "document"})
+    s.get(f"{hub.url}/hub/login", timeout=30)
+    r = s.post(f"{hub.url}/hub/login", timeout=60, data={"username": who, "password": room.users.passwords[who],
+                                                         "_xsrf": s.cookies.get("_xsrf", "")})
+    assert r.status_code == 200, r.status_code
+    page = s.get(f"{hub.url}/user/{who}/api/contents/{COURSE_ID}", timeout=60)
+    assert page.status_code == 200 and '"source"' in page.text, (page.status_code, page.text[:300])   # the control
+    script = {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Dest": "empty",
+              "Origin": hub.url, "Referer": f"{hub.url}/user/{room.bob}/files/page.html"}
+    planted = {"type": "file", "format": "text", "content": "x"}
+    for method, path, kw in (("GET", f"/user/{who}/api/contents/{COURSE_ID}/source/{LESSON}/{NB}", {}),
+                             ("PUT", f"/user/{who}/api/contents/{COURSE_ID}/planted.txt", {"json": planted}),
+                             ("POST", f"/user/{who}/api/terminals", {}),
+                             ("GET", "/hub/api/user", {}),
+                             ("POST", f"/hub/api/users/{who}/tokens", {"json": {"note": "x"}})):
+        r = s.request(method, hub.url + path, headers=script, allow_redirects=False, timeout=60, **kw)
+        assert r.status_code == 403, f"a script on a student's page could {method} {path}: {r.status_code} {r.text[:300]}"
+    assert not (room.course / "planted.txt").exists()
+
+
+def _check_ports_after_the_hub(room: Class) -> None:
+    """With the hub and its proxy stopped (as during a restart), a student can take none of their
+    ports. The control: the same student listens on a port above 1023."""
+    room.hub.stop()
+    end = time.monotonic() + 30
+    while room.port in _listening(0) or room.hub_port in _listening(0) or room.api_port in _listening(0):
+        assert time.monotonic() < end, "the hub's ports still held after it stopped"
+        time.sleep(0.5)
+    take = "python3 -c 'import socket, sys; s = socket.socket(); s.bind((\"127.0.0.1\", int(sys.argv[1]))); s.listen()' {}"
+    taken = [p for p in (room.port, room.hub_port, room.api_port) if _can(room.bob, take.format(p))]
+    assert taken == [], f"a student can listen on the hub's ports {taken}"
+    assert _can(room.bob, take.format(0)), "the control: a student listens on an unprivileged port"
 
 
 def _mode(path: Path) -> int:
@@ -605,6 +762,12 @@ def _check_layout(room: Class) -> None:
     assert (student_cfg / "nbgrader_config.py").stat().st_uid == room.users.uid(room.alice)
     instr_cfg = room.home(room.instructor) / ".jupyter" / "nbgrader_config.py"
     assert f"c.CourseDirectory.root = {str(room.course)!r}" in instr_cfg.read_text()
+    # each user's Jupyter runtime folder (kernels' sockets): theirs, 0700, in a folder nobody lists
+    assert _mode(room.prefix / "run") == 0o711
+    for name in (room.instructor, room.alice, room.bob):
+        run = room.prefix / "run" / str(room.users.uid(name))
+        assert _mode(run) == 0o700 and run.stat().st_uid == room.users.uid(name), name
+    assert _sh(room.alice, "echo $JUPYTER_RUNTIME_DIR").stdout.strip() == str(room.prefix / "run" / str(room.users.uid(room.alice)))
     # the hub's state: root's, 0700; its secrets 0600
     assert _mode(room.hub_state) == 0o700 and room.hub_state.stat().st_uid == 0
     for name in ("jupyterhub_cookie_secret", "proxy_token"):

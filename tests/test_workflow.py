@@ -174,3 +174,111 @@ def test_collect_survives_hostile_entries_and_caps_each_submission(course):
     for name, why in hostile.items():
         assert sum(repr(name) in line and why in line for line in notes) == 1, (name, why, notes)
     assert not (root / LESSON).exists() and not (root / "submitted" / "..").resolve().joinpath(LESSON).exists()
+
+
+def _collector(root: Path, inbound: Path, cap_mb: float = 20.0):
+    """The course's collect on its own (no nbgrader process): owners not checked (one account
+    plays the student here), the exchange's inbound/ given."""
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    from utils.workflow import OwnerCheckedCollect
+    cfg = Config()
+    cfg.OwnerCheckedCollect.max_submission_mb = cap_mb
+    cfg.OwnerCheckedCollect.check_owner = False
+    coursedir = CourseDirectory(root=str(root), course_id=COURSE_ID, assignment_id=LESSON, config=cfg)
+    c = OwnerCheckedCollect(coursedir=coursedir, config=cfg)
+    c.inbound_path = str(inbound)
+    return c
+
+
+def _one_submission(tmp_path: Path, extra: dict[str, str] | None = None) -> tuple[Path, Path, dict]:
+    """A course with lesson 01_tiny released (its one notebook) and one student's submission."""
+    from utils.workflow import OwnerCheckedCollect
+    root = tmp_path / "course"
+    (root / "release" / LESSON).mkdir(parents=True)
+    (root / "release" / LESSON / NB).write_text("{}")
+    inbound = tmp_path / "inbound"
+    name = f"alice+{LESSON}+2026-12-01 10:00:00.000000 UTC+abcdefghijkl"
+    sub = inbound / name
+    sub.mkdir(parents=True)
+    (sub / NB).write_text("{}")
+    (sub / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
+    for rel, text in (extra or {}).items():
+        (sub / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sub / rel).write_text(text)
+    rec = {"username": "alice", "filename": name, "timestamp": None}
+    assert OwnerCheckedCollect   # imported where nbgrader is
+    return root, inbound, rec
+
+
+def test_collect_takes_only_the_lessons_notebooks(tmp_path):
+    """Modules, an nbgrader_config.py or a folder planted in a submission never reach submitted/,
+    where a tool opening the folder would import them with the instructor's rights."""
+    planted = {"nbformat.py": "import os; os.system('touch /tmp/x')", "nbgrader_config.py": "c = get_config()",
+               "utils/__init__.py": "", "notes.ipynb": "{}"}
+    root, inbound, rec = _one_submission(tmp_path, planted)
+    c = _collector(root, inbound)
+    c.src_records = [rec]
+    c.copy_files()
+    got = sorted(p.name for p in (root / "submitted" / "alice" / LESSON).iterdir())
+    assert got == ["timestamp.txt", NB], got
+    # the control: without a release to name the lesson's notebooks, every top-level notebook
+    # is taken (and still no module or folder)
+    import shutil
+    shutil.rmtree(root / "release")
+    shutil.rmtree(root / "submitted")
+    c.copy_files()
+    got = sorted(p.name for p in (root / "submitted" / "alice" / LESSON).iterdir())
+    assert got == ["notes.ipynb", "timestamp.txt", NB], got
+
+
+def test_the_size_cap_holds_on_what_is_written(tmp_path):
+    """A file grown after collect counted the submission (a student appending while collect
+    copies): the copy stops at the cap, its partial copy is removed and the refusal noted."""
+    root, inbound, rec = _one_submission(tmp_path)
+    c = _collector(root, inbound, cap_mb=1.0)
+    sub = inbound / rec["filename"]
+    counted = c._size_problem
+
+    def count_then_grow(path):
+        problem = counted(path)
+        with open(sub / NB, "ab") as f:   # the student's file grows once it has been counted
+            f.write(b" " * 3_000_000)
+        return problem
+
+    c._size_problem = count_then_grow
+    c.src_records = [rec]
+    c.copy_files()
+    assert counted(str(sub)) is not None   # over the cap now: the count alone came too early
+    assert not (root / "submitted" / "alice" / LESSON).exists()
+    notes = (root / "refused" / f"{LESSON}.txt").read_text()
+    assert "over 1 MB while it was copied" in notes and "partial copy removed" in notes, notes
+    # the control: with a cap above what it grew to, the same grown file is collected whole
+    c = _collector(root, inbound, cap_mb=5.0)
+    c.src_records = [rec]
+    c.copy_files()
+    assert (root / "submitted" / "alice" / LESSON / NB).stat().st_size == (sub / NB).stat().st_size > 3_000_000
+
+
+def test_a_failed_sandbox_start_leaves_no_folder_in_tmp(tmp_path, monkeypatch):
+    """A kernel whose sandbox does not start (here: its launch fails) takes its temporary
+    folder with it; the control: the folder exists while the start is under way."""
+    import asyncio
+    import tempfile
+    from jupyter_client.manager import AsyncKernelManager
+    from utils import sandbox
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(sandbox, "unavailable", lambda bwrap: None)
+    monkeypatch.setattr(sandbox, "start_problem", lambda bwrap: None)
+    seen = []
+
+    async def launch_fails(self, kernel_cmd, **kw):
+        seen.extend(p.name for p in tmp_path.iterdir())
+        raise OSError("bwrap: cannot start")
+
+    monkeypatch.setattr(AsyncKernelManager, "_async_launch_kernel", launch_fails)
+    km = sandbox.SandboxKernelManager(kernel_name="python3")
+    with pytest.raises(OSError, match="cannot start"):
+        asyncio.run(km.start_kernel(cwd=str(tmp_path)))
+    assert any(n.startswith("kb-") for n in seen), seen   # the control: it was made
+    assert not [p.name for p in tmp_path.iterdir()], list(tmp_path.iterdir())

@@ -75,7 +75,16 @@ DEFAULT_EXCHANGE = Path("/usr/local/share/nbgrader/exchange")   # nbgrader 0.9.6
 HUB_CONFIG_EXAMPLE = Path(__file__).with_name("classroom_jupyterhub_config.py")
 EXCHANGE_MODULE = Path(__file__).with_name("classroom_exchange.py")   # installed as EXCHANGE_MODULE_NAME
 EXCHANGE_MODULE_NAME = "prefill_decode_exchange"
-DEFAULT_BIND_URL = "http://127.0.0.1:8000"
+# Every port the hub's side listens on is privileged (below 1024: only root may take it), so that
+# no student can hold one while the hub or its proxy restarts: the public port (the login form
+# carries passwords), the hub's own port (the proxy forwards logins to it) and the proxy's API
+# (the hub sends it the proxy's token).
+DEFAULT_BIND_URL = "http://127.0.0.1:880"
+DEFAULT_HUB_PORT, DEFAULT_PROXY_API_PORT = 881, 882
+# Each user's Jupyter runtime folder (connection files and kernel sockets): PREFIX/run/UID, the
+# user's own, 0700. A Unix socket's path must stay under 108 bytes: kernel-UUID-ipc-N is 49.
+RUN_DIR = "run"
+SOCKET_PATH_MAX = 107
 DEFAULT_PROFILE_SCRIPT = Path("/etc/profile.d/prefill-decode.sh")
 
 # nbgrader's extensions only instructors use: hidden from students in their own ~/.jupyter.
@@ -99,9 +108,12 @@ class Classroom:
     course_id: str = COURSE_ID
     hub_state: str = ""               # the hub's database, cookie secret and proxy token (root, 0700)
     bind_url: str = DEFAULT_BIND_URL  # loopback unless an address is named (then with TLS or a proxy)
+    hub_port: int = DEFAULT_HUB_PORT            # the hub's own port, on loopback
+    proxy_api_port: int = DEFAULT_PROXY_API_PORT  # the proxy's API, on loopback
     ssl_cert: str = ""
     ssl_key: str = ""
     behind_proxy: bool = False
+    subdomain_host: str = ""          # each user's server on an origin of its own (wildcard DNS and TLS)
     profile_script: str = str(DEFAULT_PROFILE_SCRIPT)
     actions: list[str] = field(default_factory=list)     # what this run changed
     todo: list[str] = field(default_factory=list)        # left to the administrator
@@ -113,6 +125,10 @@ class Classroom:
     @property
     def record(self) -> Path:
         return Path(self.prefix) / "classroom.json"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.prefix) / RUN_DIR
 
     def state(self) -> dict:
         d = asdict(self)
@@ -311,6 +327,104 @@ def shared_env(room: Classroom, base_python: Path) -> Path:
     if blocked:
         raise ToolError(f"the environment {env} cannot be run by other users ({blocked} is closed to them)")
     return python
+
+
+# The kernels' transport for every Jupyter program in the shared environment (its etc/jupyter,
+# root's, read before each user's own ~/.jupyter): Unix sockets in the user's runtime folder,
+# never loopback TCP, where any user on the server can connect to a kernel's ports. A user's own
+# configuration can change it for her own kernels only. The files are the student Lab's
+# (utils/student-lab: jupyter_config.py for every program; nbgrader's and nbconvert's, which
+# name no connection file, give their sockets a path in the runtime folder).
+KERNEL_CONFIG_DIR = Path(__file__).with_name("student-lab")
+KERNEL_CONFIG = {name: f"{MARK} from utils/student-lab/{name}\n" + (KERNEL_CONFIG_DIR / name).read_text()
+                 for name in ("jupyter_config.py", "nbgrader_config.py", "jupyter_nbconvert_config.py")}
+
+
+def kernel_config(room: Classroom) -> None:
+    """KERNEL_CONFIG in the environment's etc/jupyter, root's, 0644."""
+    folder = Path(room.env) / "etc" / "jupyter"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in KERNEL_CONFIG.items():
+        path = folder / name
+        if path.is_symlink() or not path.is_file() or path.read_text() != text:
+            path.unlink(missing_ok=True)
+            path.write_text(text)
+            room.did(f"wrote {path} (kernels on Unix sockets in each user's runtime folder)")
+        st = os.lstat(path)
+        if st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o644:
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o644)
+            room.did(f"{path}: root's, mode 0644")
+
+
+def runtime_dirs(room: Classroom, names: list[str]) -> None:
+    """PREFIX/run (root's, 0711) and in it each user's runtime folder PREFIX/run/UID (theirs,
+    0700): the hub and the login shells point JUPYTER_RUNTIME_DIR there. Short, so that a
+    kernel's socket path stays under the limit of Unix sockets."""
+    run = room.run_dir
+    longest = len(str(run / str(2**32))) + len("/kernel-00000000-0000-0000-0000-000000000000-ipc-99")
+    if longest > SOCKET_PATH_MAX:
+        raise ToolError(f"--prefix {room.prefix} is too long: a kernel's socket {run}/UID/kernel-... would have "
+                        f"{longest} characters, more than a Unix socket allows ({SOCKET_PATH_MAX}); choose a shorter prefix")
+    if not run.exists():
+        run.mkdir(parents=True)
+        room.did(f"created {run} (each user's Jupyter runtime folder)")
+    st = os.lstat(run)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        raise ToolError(f"{run} is not a folder owned by root; look at it, move it away and rerun")
+    if stat.S_IMODE(st.st_mode) != 0o711:
+        os.chmod(run, 0o711)
+        room.did(f"{run}: mode 0711 (nobody lists it)")
+    for name in names:
+        pw = pwd.getpwnam(name)
+        folder = run / str(pw.pw_uid)
+        if not folder.exists():
+            folder.mkdir(mode=0o700)
+            os.chown(folder, pw.pw_uid, pw.pw_gid)
+            room.did(f"created {folder} ({name}'s Jupyter runtime folder: kernels' connection files and sockets)")
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != pw.pw_uid:
+            raise ToolError(f"{folder} is not a folder owned by {name}; look at it, move it away and rerun")
+        if stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(folder, 0o700)
+            room.did(f"{folder}: mode 0700")
+
+
+def close_checkout(room: Classroom, repo: Path = REPO) -> None:
+    """The checkout the class is set up from holds source/ (every lesson's solutions and hidden
+    tests): closed to everyone but its owner (and root), whoever cloned it, before anything else."""
+    st = os.stat(repo)
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(repo, stat.S_IMODE(st.st_mode) & 0o700)
+        room.did(f"{repo}: mode {stat.S_IMODE(st.st_mode) & 0o700:04o} (was {stat.S_IMODE(st.st_mode):04o}): the checkout "
+                 "holds source/, every lesson's hidden tests; no student may read it")
+
+
+def unprivileged_port_start() -> int:
+    """The lowest port an ordinary user may listen on (Linux: net.ipv4.ip_unprivileged_port_start)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text())
+    except (OSError, ValueError):
+        return 1024
+
+
+def check_ports(room: Classroom) -> None:
+    """The public port, the hub's and the proxy API's: distinct, and each one only root may take."""
+    from urllib.parse import urlsplit
+    public = urlsplit(room.bind_url).port or (443 if room.bind_url.startswith("https") else 80)
+    ports = {"the hub's public port (--address)": public, "the hub's own port (--hub-port)": room.hub_port,
+             "the proxy's API port (--proxy-api-port)": room.proxy_api_port}
+    if len(set(ports.values())) != len(ports):
+        raise ToolError(f"the hub's three ports must differ: {', '.join(f'{k} {v}' for k, v in ports.items())}")
+    start = unprivileged_port_start()
+    for what, port in ports.items():
+        if not 0 < port < 65536:
+            raise ToolError(f"{what}: {port} is not a port")
+        if port >= start:
+            raise ToolError(f"{what} is {port}, which any user may listen on (ports from {start} up are "
+                            "unprivileged here): while the hub or its proxy restarts, a student holding it would "
+                            "receive passwords or the proxy's token. Choose a port below " + str(min(start, 1024)) +
+                            (" (and sysctl net.ipv4.ip_unprivileged_port_start=1024)" if start < 1024 else ""))
 
 
 def exchange(room: Classroom) -> None:
@@ -536,6 +650,13 @@ def check_bind(room: Classroom) -> None:
             raise ToolError(f"no such file: {f}")
     if room.ssl_cert and url.scheme != "https":
         room.bind_url = url._replace(scheme="https").geturl()
+    if room.subdomain_host:
+        sub = urlsplit(room.subdomain_host)
+        if sub.scheme not in ("http", "https") or not sub.hostname or sub.path not in ("", "/"):
+            raise ToolError(f"--subdomain-host {room.subdomain_host!r}: give a URL such as https://class.example.org")
+        if sub.scheme != "https" and sub.hostname != "localhost" and not sub.hostname.endswith(".localhost"):
+            raise ToolError(f"--subdomain-host {room.subdomain_host}: use https (the users' servers would get cookies "
+                            "and passwords over plain HTTP)")
     if loopback:
         return
     if room.behind_proxy:
@@ -592,10 +713,13 @@ def profile_script(room: Classroom) -> None:
     path = Path(room.profile_script)
     users = " | ".join([room.instructor, *room.students])
     bin_ = Path(room.env) / "bin"
-    text = (f"{MARK}: the class's environment on PATH in its users' login shells\n"
+    run = room.run_dir
+    text = (f"{MARK}: the class's environment on PATH in its users' login shells, and their own\n"
+            "# Jupyter runtime folder (the kernels' sockets of nbgrader validate)\n"
             f'case "$(id -un 2>/dev/null)" in\n'
             f"  {users})\n"
-            f'    case ":$PATH:" in *":{bin_}:"*) ;; *) PATH="{bin_}:$PATH"; export PATH ;; esac ;;\n'
+            f'    case ":$PATH:" in *":{bin_}:"*) ;; *) PATH="{bin_}:$PATH"; export PATH ;; esac\n'
+            f'    if [ -O "{run}/$(id -u)" ]; then JUPYTER_RUNTIME_DIR="{run}/$(id -u)"; export JUPYTER_RUNTIME_DIR; fi ;;\n'
             "esac\n")
     if not path.exists() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -665,8 +789,11 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     require_root()
     check_names([room.instructor, *room.students])
     check_bind(room)
+    check_ports(room)
     if room.instructor in room.students:
         raise ToolError(f"{room.instructor} is both the instructor and a student")
+    print("this checkout", flush=True)
+    close_checkout(room)
     if room.record.exists():   # a rerun keeps the students added earlier
         old = json.loads(room.record.read_text())
         room.students = list(dict.fromkeys([*old.get("students", []), *room.students]))
@@ -684,13 +811,19 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     user_config(room, env_python, room.instructor, instructor=True)
     for name in room.students:
         user_config(room, env_python, name, instructor=False)
-    print("terminals and the hub's state", flush=True)
+    print("kernels, terminals and the hub's state", flush=True)
+    kernel_config(room)
+    runtime_dirs(room, [room.instructor, *room.students])
     profile_script(room)
     hub_state(room)
     hub = hub_files(room)
     quota_todo(room)
     todo = [f"start the hub as root: cd {room.hub_state} && {Path(room.env) / 'bin' / 'jupyterhub'} -f {hub} "
             "(e.g. as a systemd service: docs/instructors.md)"]
+    if not room.subdomain_host:
+        todo.append("every user's server shares the hub's origin (one host, paths /user/NAME/): a student's page "
+                    "opened by the instructor shares the instructor's browser origin; give --subdomain-host with "
+                    "wildcard DNS and TLS for an origin per user (docs/instructors.md, threat model)")
     if room.behind_proxy:
         todo.append(f"serve the hub through the reverse proxy with TLS on this server, to {room.bind_url} "
                     "(docs/instructors.md shows nginx's configuration)")
@@ -752,6 +885,7 @@ def print_summary(room: Classroom) -> None:
     print(f"  course       {room.course_dir}")
     print(f"  hub config   {Path(room.prefix) / 'jupyterhub_config.py'} (state in {room.hub_state})")
     print(f"  hub URL      {room.bind_url}/" + ("  (through the reverse proxy)" if room.behind_proxy else ""))
+    print(f"  hub inside   127.0.0.1:{room.hub_port} (the hub), 127.0.0.1:{room.proxy_api_port} (the proxy's API)")
     print(f"changed this run: {len(room.actions)} (nothing means everything was already in place)")
     print("left to you:")
     for item in room.todo:
@@ -785,9 +919,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="the hub's database, cookie secret and proxy token, root alone (default PREFIX/hub)")
     s.add_argument("--address", default=None,
                    help=f"where the hub listens, HOST:PORT (default {DEFAULT_BIND_URL[7:]}, this server alone); "
-                        "any other than loopback needs --ssl-cert and --ssl-key")
+                        "any other than loopback needs --ssl-cert and --ssl-key; the port must be privileged (below 1024)")
+    s.add_argument("--hub-port", type=int, default=DEFAULT_HUB_PORT,
+                   help=f"the hub's own port on loopback, privileged (default {DEFAULT_HUB_PORT})")
+    s.add_argument("--proxy-api-port", type=int, default=DEFAULT_PROXY_API_PORT,
+                   help=f"the proxy's API port on loopback, privileged (default {DEFAULT_PROXY_API_PORT})")
     s.add_argument("--ssl-cert", type=Path, default=None, help="TLS certificate (chain) for the hub")
     s.add_argument("--ssl-key", type=Path, default=None, help="its private key")
+    s.add_argument("--subdomain-host", default="",
+                   help="serve each user's server on a subdomain of this URL (https://class.example.org: users at "
+                        "https://NAME.class.example.org), an origin of its own; needs wildcard DNS and a wildcard "
+                        "TLS certificate (docs/instructors.md)")
     s.add_argument("--behind-proxy", action="store_true",
                    help="a reverse proxy with TLS on this server serves the hub, which stays on loopback")
     s.add_argument("--profile-script", type=Path, default=DEFAULT_PROFILE_SCRIPT,
@@ -810,6 +952,8 @@ def main(argv: list[str] | None = None) -> int:
                              course_id=args.course_id,
                              hub_state=str(args.hub_state.resolve()) if args.hub_state else "",
                              bind_url=_bind_url(args.address), behind_proxy=args.behind_proxy,
+                             hub_port=args.hub_port, proxy_api_port=args.proxy_api_port,
+                             subdomain_host=args.subdomain_host,
                              ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
                              ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
                              profile_script=str(args.profile_script))
@@ -825,6 +969,7 @@ def main(argv: list[str] | None = None) -> int:
             _check_course_group(room, pwd.getpwnam(room.instructor).pw_gid)
             for name in args.names:
                 user_config(room, env_python, name, instructor=False)
+            runtime_dirs(room, args.names)
             profile_script(room)
             hub_files(room)
             room.todo.append("restart the hub (or add the users in its admin page) so that it lets them in")

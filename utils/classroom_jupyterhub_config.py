@@ -26,7 +26,19 @@ c.Authenticator.admin_users = {_class["instructor"]}
 # each user's server and kernels: the shared environment, started in the user's home
 _bin = os.path.join(_class["env"], "bin")
 c.Spawner.cmd = [os.path.join(_bin, "jupyterhub-singleuser")]
-c.Spawner.environment = {"PATH": os.pathsep.join([_bin, "/usr/local/bin", "/usr/bin", "/bin"])}
+# each user's Jupyter runtime folder PREFIX/run/UID, theirs alone (0700; the setup makes it): the
+# connection files and the Unix sockets of their kernels (the environment's etc/jupyter names
+# the ipc transport), where no one else can reach them
+_run = os.path.join(_class["prefix"], "run")
+
+
+def _runtime_dir(spawner):
+    import pwd
+    return os.path.join(_run, str(pwd.getpwnam(spawner.user.name).pw_uid))
+
+
+c.Spawner.environment = {"PATH": os.pathsep.join([_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
+                         "JUPYTER_RUNTIME_DIR": _runtime_dir}
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
@@ -40,9 +52,19 @@ with open(os.path.join(_state, "proxy_token")) as _f:
     c.ConfigurableHTTPProxy.auth_token = _f.read().strip()
 c.ConfigurableHTTPProxy.pid_file = os.path.join(_state, "jupyterhub-proxy.pid")
 
-# Where the hub listens: loopback (default), or an address the setup accepted only with TLS.
+# Where the hub listens: loopback (default, a privileged port), or an address the setup accepted only with TLS.
 # Behind a reverse proxy with TLS on this server (setup --behind-proxy) it stays on loopback.
-c.JupyterHub.bind_url = _class.get("bind_url") or "http://127.0.0.1:8000"
+c.JupyterHub.bind_url = _class.get("bind_url") or "http://127.0.0.1:880"
+# The hub's own port and the proxy's API: loopback, privileged ports (only root may listen there),
+# so that no student can take one while the hub or its proxy restarts and receive the logins
+# the proxy forwards or the token the hub sends.
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{_class.get('hub_port', 881)}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{_class.get('proxy_api_port', 882)}"
+# Each user's server on an origin of its own (https://NAME.HOST), where the setup was given
+# --subdomain-host: a page a student's server serves cannot act on another user's server with
+# that user's cookies. Without it every server shares the hub's origin (docs/instructors.md).
+if _class.get("subdomain_host"):
+    c.JupyterHub.subdomain_host = _class["subdomain_host"]
 if _class.get("ssl_cert"):
     c.JupyterHub.ssl_cert = _class["ssl_cert"]
     c.JupyterHub.ssl_key = _class["ssl_key"]

@@ -623,10 +623,14 @@ def _new_rundir() -> str:
     """The folder of a kernel's connection file and matplotlib's font list (so that each kernel
     does not rebuild it: seconds), bound read-only at RUN."""
     rundir = tempfile.mkdtemp(prefix="kb-")
-    os.makedirs(os.path.join(rundir, "mpl"))
-    cache = os.environ.get("MPLCONFIGDIR") or os.path.join(os.path.expanduser("~"), ".cache", "matplotlib")
-    for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
-        shutil.copy2(path, os.path.join(rundir, "mpl"))
+    try:
+        os.makedirs(os.path.join(rundir, "mpl"))
+        cache = os.environ.get("MPLCONFIGDIR") or os.path.join(os.path.expanduser("~"), ".cache", "matplotlib")
+        for path in glob.glob(os.path.join(cache, "fontlist-*.json")):
+            shutil.copy2(path, os.path.join(rundir, "mpl"))
+    except BaseException:
+        shutil.rmtree(rundir, ignore_errors=True)
+        raise
     return rundir
 
 
@@ -720,8 +724,9 @@ def trial_start(bwrap: str = "bwrap") -> str | None:
     """One kernel's sandbox started for real (the same mounts, user, launcher and interpreter, a
     trivial program instead of the kernel): None when it ran, else bwrap's or Python's own last
     lines. Once per process, before anyone is graded."""
-    work, rundir, uid = tempfile.mkdtemp(prefix="kc-"), _new_rundir(), kernel_uid()
+    work = rundir = None
     try:
+        work, rundir, uid = tempfile.mkdtemp(prefix="kc-"), _new_rundir(), kernel_uid()
         give_to(rundir, uid)
         layout = mounts(work, rundir, kernel_python(work, rundir), 64 << 20)
         cmd = bwrap_command(layout, kernel_env(), uid, bwrap) + launch_args(
@@ -731,8 +736,9 @@ def trial_start(bwrap: str = "bwrap") -> str | None:
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{err}"
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(rundir, ignore_errors=True)
+        for folder in (work, rundir):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
     if proc.returncode == 0 and b"kernel can start" in proc.stdout:
         return None
     lines = [l.strip() for l in (proc.stderr + proc.stdout).decode(errors="replace").splitlines() if l.strip()]
@@ -775,11 +781,14 @@ class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             self._drop_cgroups()
-            if self._rundir:
-                shutil.rmtree(self._rundir, ignore_errors=True)
-                self._rundir = None
+            self._drop_rundir()
 
     cleanup_resources = _async_cleanup_resources
+
+    def _drop_rundir(self) -> None:
+        if self._rundir:
+            shutil.rmtree(self._rundir, ignore_errors=True)
+            self._rundir = None
 
     def _drop_cgroups(self) -> None:
         for group in self._cgroups:
@@ -814,7 +823,12 @@ class SandboxKernelManager(_SandboxLifecycle):
             # the kernel inherits no file of the grader's (its stdout could be a log file): a pipe
             kw.update(stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             self.connection_file = os.path.join(self._rundir, "kernel.json")
-        return await super()._async_pre_start_kernel(**kw)
+        try:
+            return await super()._async_pre_start_kernel(**kw)
+        except BaseException:   # a start that failed leaves no folder behind in /tmp
+            self._drop_cgroups()
+            self._drop_rundir()
+            raise
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
@@ -842,8 +856,9 @@ class SandboxKernelManager(_SandboxLifecycle):
             await super()._async_launch_kernel(kernel_cmd, **kw)
             if self.enabled:
                 self.ip = f"/proc/{sandbox_pid(self.provisioner.pid, getattr(self.provisioner, 'process', None))}/root{self._inside_ip}"
-        except BaseException:   # no kernel to clean up after: its cgroups must not outlive it
+        except BaseException:   # no kernel to clean up after: its cgroups and folder must not outlive it
             self._drop_cgroups()
+            self._drop_rundir()
             raise
         if self.enabled:
             process = getattr(self.provisioner, "process", None)

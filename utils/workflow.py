@@ -66,6 +66,11 @@ COLLECT_CLASS = "utils.workflow.OwnerCheckedCollect"   # nbgrader_config.py name
 _STUDENT_ID = re.compile(r"^[\w@-][\w.@-]{0,63}$")
 
 
+# what nbgrader's submit adds to a submission and its later steps read: the time of submission
+# (late penalties) and the secret that names the student's feedback file
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}
+
+
 class OwnerCheckedCollect(ExchangeCollect):
     """nbgrader's collect (`--update`, due dates and all) that no entry in `inbound/` can stop or
     spoil: each submission is checked on its own, and one that fails a check is refused (a
@@ -73,8 +78,15 @@ class OwnerCheckedCollect(ExchangeCollect):
     collected. Refused: a name that is not `STUDENT+LESSON+TIMESTAMP[+RANDOM]` with a usable
     student id and timestamp; anything but a folder; a folder the instructor cannot read; a
     submission over the size cap (`max_submission_mb`, `max_submission_files`, counted before
-    anything is copied); and, on a shared file system (`check_owner`, the default), a folder not
-    owned by the student it is named for.
+    anything is copied and again on every byte written, so that a file grown during the copy
+    cannot land more than the cap: the partial copy is removed); and, on a shared file system
+    (`check_owner`, the default), a folder not owned by the student it is named for.
+
+    Only what the lesson needs is copied: its notebooks (the `.ipynb` files at the top of
+    `release/LESSON/`) and nbgrader's `timestamp.txt` and `submission_secret.txt`. Any other
+    file a student put in the submission (a module, an `nbgrader_config.py`, a folder) never
+    reaches the course, where an instructor's tool opening that folder could import or run it
+    with the instructor's rights; it is logged and left in the exchange.
 
     nbgrader's submit leaves each submission folder writable by everyone (mode 0777; the class's
     PrivateSubmit closes it) and nbgrader's collect takes the newest folder by its name, only
@@ -91,6 +103,13 @@ class OwnerCheckedCollect(ExchangeCollect):
                               "refused at collect, and the others collected.").tag(config=True)
     max_submission_files = Integer(500, help="A submission with more files and folders than this is refused "
                                    "at collect.").tag(config=True)
+
+    def _needed(self) -> set[str]:
+        """The files a submission of this lesson consists of: its released notebooks (every
+        top-level notebook of the submission where release/LESSON/ holds none) and NBGRADER_FILES."""
+        release = Path(self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id))
+        names = {p.name for p in release.glob("*.ipynb") if p.is_file()} if release.is_dir() else set()
+        return names | NBGRADER_FILES if names else set()
 
     def _owner_uid(self, student: str) -> int | None:
         import pwd
@@ -206,6 +225,10 @@ class OwnerCheckedCollect(ExchangeCollect):
                 self.src_records = [rec]
                 try:
                     super().copy_files()
+                except OverCap as err:   # grown during the copy: nothing of it stays in submitted/
+                    shutil.rmtree(self.coursedir.format_path(self.coursedir.submitted_directory, rec["username"],
+                                                             self.coursedir.assignment_id), ignore_errors=True)
+                    self._note(rec["filename"], f"{err}; not collected (its partial copy removed), left in the exchange")
                 except Exception as err:   # one student's submission, whatever went wrong in it
                     self._note(rec["filename"], f"could not be collected ({type(err).__name__}: "
                                                 f"{' '.join(str(err).split())[:200]}); left in the exchange")
@@ -226,10 +249,17 @@ class OwnerCheckedCollect(ExchangeCollect):
                                  max_file_size=self.coursedir.max_file_size, log=self.log)
         lesson = self.coursedir.assignment_id
         refused_dir = Path(self.coursedir.root) / "refused" / student / lesson / os.path.basename(src)
+        needed, left_out = self._needed(), []
+        budget = [int(self.max_submission_mb * 1e6)]   # bytes still allowed, counted as they are written
         os.makedirs(dest, exist_ok=True)
         for dirpath, dirnames, filenames in os.walk(src):
             rel = os.path.relpath(dirpath, src)
             ignored = set(ignore(dirpath, dirnames + filenames))
+            if rel == ".":   # only the lesson's own files, at the top; no folder
+                wanted = needed or {n for n in filenames if n.endswith(".ipynb")} | NBGRADER_FILES
+                extra = [n for n in dirnames + filenames if n not in ignored and (n not in wanted or n in dirnames)]
+                left_out += extra
+                ignored |= set(extra)
             for name in list(dirnames):
                 path = os.path.join(dirpath, name)
                 st = os.lstat(path)
@@ -259,8 +289,12 @@ class OwnerCheckedCollect(ExchangeCollect):
                     else:
                         target = os.path.join(dest, rel, name)
                         with open(target, "wb") as out:
-                            shutil.copyfileobj(f, out)
+                            _copy_within(f, out, budget, self.max_submission_mb)
                         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if left_out:
+            shown = ", ".join(map(repr, sorted(left_out)[:5])) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+            self.log.warning(f"{REFUSED} {src}: {shown}: not a file lesson {lesson} needs (only its notebooks "
+                             "are collected); not collected, left in the exchange")
 
     def _refuse(self, path: str, why: str, f, refused_dir: Path, rel: str) -> None:
         kept = ""
@@ -271,6 +305,25 @@ class OwnerCheckedCollect(ExchangeCollect):
                 shutil.copyfileobj(f, out)
             kept = f", a copy is in {target}"
         self.log.warning(f"{REFUSED} {path}: {why}; not collected, not graded, left in the exchange{kept}")
+
+
+class OverCap(Exception):
+    """A submission that grew past the size cap while it was being copied."""
+
+
+def _copy_within(src, out, budget: list[int], cap_mb: float, chunk: int = 1 << 20) -> None:
+    """Copy the open file `src` into `out`, taking what is written from `budget[0]` (bytes left
+    for the whole submission); OverCap as soon as the file holds more than is left, whatever its
+    size was when it was counted (it may grow while it is read)."""
+    while True:
+        data = src.read(min(chunk, budget[0] + 1))
+        if not data:
+            return
+        if len(data) > budget[0]:
+            raise OverCap(f"over {cap_mb:g} MB while it was copied (it grew after it was counted; "
+                          "the cap per submission at collect)")
+        out.write(data)
+        budget[0] -= len(data)
 
 
 def _user(uid: int) -> str:
