@@ -97,8 +97,11 @@ $(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.tom
 	$(STUDENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(STUDENT_REQ) -e .
 	touch $@
 
-lessons:
+# Copied once, with the language_info of the student's own kernel written in (utils/language_info.py),
+# so a lesson opens in the Lab unmodified.
+lessons: | $(STUDENT_VENV)/.installed
 	cp -rn release lessons
+	$(STUDENT_VENV)/bin/python -m utils.language_info lessons
 
 lab: $(STUDENT_VENV)/.installed lessons
 	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT)
