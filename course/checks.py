@@ -1,4 +1,4 @@
-"""Visible checks: one line that says what was expected and what the student's code returned.
+"""Visible checks: a few short lines that say first what was expected and what came back.
 
 These helpers only compare; they never compute an exercise's answer. The graded hidden tests do
 not use them (a student's cell could replace anything imported here).
@@ -9,18 +9,28 @@ Every graded test cell wraps its visible checks in ``checking``:
         m = request_metrics(0.0, np.array([0.4, 0.43, 0.46]))
         check_close("TTFT (s)", m["ttft_s"], 0.4)
 
-A failure is then one line, not a traceback: IPython prints an exception's
+A failure is then a few lines, not a traceback: IPython prints an exception's
 ``_render_traceback_()`` in place of its traceback, and frames of this module carry
 ``__tracebackhide__`` so that IPython leaves them out of any other traceback a check passes on.
+No line is longer than 76 characters (``nbgrader validate`` indents by four and cuts longer lines;
+an 80-column terminal shows the rest), and what matters comes on the first line:
 
-- a check that fails: ``CheckFailed: TPOT (s): expected 0.03, returned 0.02985 (0.995x the
-  expected)``, both numbers in one format, their ratio when they differ by more than rounding;
-- an exercise not written yet (``raise NotImplementedError()`` still in place): one line naming
-  the function and saying what to do;
-- a quiz not answered or a function not run yet (``NameError`` in the test cell itself): one line
-  saying which cell to run or how to answer;
+- a check that fails: ``CheckFailed: expected 0.03, returned 0.02985 (0.995x the expected)``,
+  then ``  check: TPOT (s)``; both numbers in one notation (format_number: positional, grouped
+  from five digits, never e-notation below 1e21), their ratio when they differ by more than
+  rounding; where both do not fit one line, the returned value goes on the next;
+- an exercise not written yet (``raise NotImplementedError()`` still in place): the function's
+  name first, then what to do;
+- a quiz not answered or a function not run yet (``NameError`` in the test cell itself): what is
+  missing, then which cell to run or how to answer;
 - a figure created inside the block is closed when the exercise is not written yet, so no empty
   chart appears under the message.
+
+Outside any check (a given cell that calls a function not written yet, an answer cell's own stub),
+the stub's exception says in one line which function is not written yet: importing this module
+gives the notebook's namespace its own ``NotImplementedError`` (``Stub``, a subclass of the
+builtin, see name_stubs). No IPython handler or hook is installed, and library code keeps the
+builtin.
 
 Any other error raised inside the student's code (a ``TypeError`` in their function, say) passes
 through unchanged, with the student's frames and without this module's.
