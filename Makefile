@@ -103,8 +103,10 @@ lessons: | $(STUDENT_VENV)/.installed
 	cp -rn release lessons
 	$(STUDENT_VENV)/bin/python -m utils.language_info lessons
 
+# The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it.
+FIRST_LESSON := $(patsubst release/%,lessons/%,$(firstword $(sort $(wildcard release/*/*.ipynb))))
 lab: $(STUDENT_VENV)/.installed lessons
-	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT) $(FIRST_LESSON)
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)

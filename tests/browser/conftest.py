@@ -289,8 +289,11 @@ def make_lab(tmp_path_factory):
     lab_env = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=.*", w))
     at = words.index("lab")
     assert words[at - 1] == f"{venv}/bin/jupyter", line
-    lab_args = [w for w in words[at + 1:] if w != "--allow-root"]
+    lab_args = [w for w in words[at + 1:] if w != "--allow-root"]  # lessons/<first lesson> last: the file it opens
     server = start_lab(base, root / "lessons", "", lab_args=tuple(lab_args), lab_env=lab_env, cwd=root)
+    # what the Lab opens in the student's browser (jupyter_server's page for the file it was given): lesson 1
+    opens = [p.read_text() for p in (base / "runtime").glob("jpserver-file-to-run-*-open.html")]
+    assert opens and all(re.search(rf'href="[^"]*/{LESSON_1}/[^"/?]+\.ipynb\?', page) for page in opens), opens
     yield StudentCheckout(root, root / "lessons"), server
     stop_lab(server.proc)
 
