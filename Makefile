@@ -97,11 +97,16 @@ $(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.tom
 	$(STUDENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(STUDENT_REQ) -e .
 	touch $@
 
-lessons:
+# Copied once, with the language_info of the student's own kernel written in (utils/language_info.py),
+# so a lesson opens in the Lab unmodified.
+lessons: | $(STUDENT_VENV)/.installed
 	cp -rn release lessons
+	$(STUDENT_VENV)/bin/python -m utils.language_info lessons
 
+# The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it.
+FIRST_LESSON := $(patsubst release/%,lessons/%,$(firstword $(sort $(wildcard release/*/*.ipynb))))
 lab: $(STUDENT_VENV)/.installed lessons
-	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT) $(FIRST_LESSON)
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)

@@ -1,4 +1,4 @@
-"""Visible checks: one line that says what was expected and what the student's code returned.
+"""Visible checks: a few short lines that say first what was expected and what came back.
 
 These helpers only compare; they never compute an exercise's answer. The graded hidden tests do
 not use them (a student's cell could replace anything imported here).
@@ -9,18 +9,28 @@ Every graded test cell wraps its visible checks in ``checking``:
         m = request_metrics(0.0, np.array([0.4, 0.43, 0.46]))
         check_close("TTFT (s)", m["ttft_s"], 0.4)
 
-A failure is then one line, not a traceback: IPython prints an exception's
+A failure is then a few lines, not a traceback: IPython prints an exception's
 ``_render_traceback_()`` in place of its traceback, and frames of this module carry
 ``__tracebackhide__`` so that IPython leaves them out of any other traceback a check passes on.
+No line is longer than 76 characters (``nbgrader validate`` indents by four and cuts longer lines;
+an 80-column terminal shows the rest), and what matters comes on the first line:
 
-- a check that fails: ``CheckFailed: TPOT (s): expected 0.03, returned 0.02985 (0.995x the
-  expected)``, both numbers in one format, their ratio when they differ by more than rounding;
-- an exercise not written yet (``raise NotImplementedError()`` still in place): one line naming
-  the function and saying what to do;
-- a quiz not answered or a function not run yet (``NameError`` in the test cell itself): one line
-  saying which cell to run or how to answer;
+- a check that fails: ``CheckFailed: expected 0.03, returned 0.02985 (0.995x the expected)``,
+  then ``  check: TPOT (s)``; both numbers in one notation (format_number: positional, grouped
+  from five digits, never e-notation below 1e21), their ratio when they differ by more than
+  rounding; where both do not fit one line, the returned value goes on the next;
+- an exercise not written yet (``raise NotImplementedError()`` still in place): the function's
+  name first, then what to do;
+- a quiz not answered or a function not run yet (``NameError`` in the test cell itself): what is
+  missing, then which cell to run or how to answer;
 - a figure created inside the block is closed when the exercise is not written yet, so no empty
   chart appears under the message.
+
+Outside any check (a given cell that calls a function not written yet, an answer cell's own stub),
+the stub's exception says in one line which function is not written yet: importing this module
+gives the notebook's namespace its own ``NotImplementedError`` (``Stub``, a subclass of the
+builtin, see name_stubs). No IPython handler or hook is installed, and library code keeps the
+builtin.
 
 Any other error raised inside the student's code (a ``TypeError`` in their function, say) passes
 through unchanged, with the student's frames and without this module's.
@@ -35,6 +45,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,13 +56,29 @@ __all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raise
 QUIZ_NAME = re.compile(r"[pq]\d+[a-z]?")  # q1, q3b (quiz answers), p1 (a graded prediction)
 
 
+WIDTH = 76  # an 80-column terminal, less the four spaces `nbgrader validate` indents errors with
+
+
+def short_lines(text: str, width: int = WIDTH) -> list[str]:
+    """`text` in lines of at most `width` characters: each of its own lines wrapped at spaces,
+    the second and later indented by two. `nbgrader validate` cuts a longer line (and its
+    dialog does not wrap one), so what matters must come first and stay short."""
+    lines: list[str] = []
+    for i, paragraph in enumerate(text.split("\n")):
+        indent = "" if i == 0 else "  "
+        lines += textwrap.wrap(paragraph, width, initial_indent=indent, subsequent_indent="  ",
+                               break_on_hyphens=False) or [indent]
+    return lines
+
+
 class CheckFailed(AssertionError):
-    """A visible check did not pass; the message says what was expected and what came back."""
+    """A visible check did not pass. The message's first line says what was expected and what
+    came back (or what is missing); the lines after it say which check, and what to do."""
 
     def _render_traceback_(self) -> list[str]:
         # IPython (and so Jupyter and nbgrader's Validate) shows this list instead of a
-        # traceback: the one line that says what to fix.
-        return [f"{type(self).__name__}: {self}"]
+        # traceback: a few short lines that say what to fix.
+        return short_lines(f"{type(self).__name__}: {self}")
 
 
 class checking:  # noqa: N801 - used like a function: `with checking("Exercise A: ..."):`
@@ -76,31 +103,27 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
         if err is None:
             return False
         if isinstance(err, CheckFailed):
-            # The check's own label says what failed; the numbers come first, so that they show
-            # in nbgrader's Validate dialog, which does not wrap long lines.
+            # The numbers come first, then the check's own label (see short_lines).
             raise err.with_traceback(None) from None
         raised_here = tb is not None and tb.tb_next is None  # in the test cell, not in a function
         if _is_stub(err, tb):
             self._close_new_figures()
-            function = _raising_function(tb)
-            what = f"`{function}` is" if function else "this exercise is"
-            raise CheckFailed(f"[{self.title}] {what} not written yet: replace `raise NotImplementedError()` "
-                              f"in its cell above with your code, then run that cell and this one") from None
+            raise CheckFailed(not_written_message(_raising_function(tb), self.title)) from None
         if isinstance(err, NameError) and raised_here:
             self._close_new_figures()
             name = getattr(err, "name", None) or _quoted_name(str(err)) or "a name"
-            where = "" if self.title == name else f"[{self.title}] "
+            where = "" if self.title == name else f" [{self.title}]"
             if QUIZ_NAME.fullmatch(name):
-                raise CheckFailed(f"{where}{name} is not answered yet: write {name} = \"a\" (your letter, "
-                                  f"in quotes) in the answer cell above, then run that cell and this one") from None
-            raise CheckFailed(f"{where}`{name}` is not defined yet: run the cells above this one, "
-                              f"from the top (Run > Run All Above Selected Cell)") from None
+                raise CheckFailed(f"{name} is not answered yet: write {name} = \"a\" (your letter, in quotes)"
+                                  f"\nin the answer cell above, then run that cell and this one{where}") from None
+            raise CheckFailed(f"`{name}` is not defined yet: run the cells above this one"
+                              f"\nfrom the top (Run > Run All Above Selected Cell){where}") from None
         if raised_here and isinstance(err, TypeError) and "'NoneType'" in str(err):
-            raise CheckFailed(f"[{self.title}] your function returned None: does it end with "
-                              f"`return ...`? ({err})") from None
+            raise CheckFailed(f"your function returned None: does it end with `return ...`?"
+                              f"\n[{self.title}] {err}") from None
         if raised_here and isinstance(err, KeyError):
-            raise CheckFailed(f"[{self.title}] the returned value has no key {err}: "
-                              f"check the spelling of the keys the exercise asks for") from None
+            raise CheckFailed(f"the returned value has no key {err}"
+                              f"\n[{self.title}] check the spelling of the keys the exercise asks for") from None
         return False  # the student's own error: shown with their frames, ours hidden
 
     def _close_new_figures(self) -> None:
@@ -109,6 +132,48 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
         plt = sys.modules["matplotlib.pyplot"]
         for number in set(plt.get_fignums()) - self._figures:
             plt.close(number)
+
+
+def not_written_message(function: str | None, title: str | None = None) -> str:
+    """What a `raise NotImplementedError()` stub says: which function to write, first."""
+    where = f"[{title}] " if title else ""
+    if function is None:  # the stub sits at the top level of the cell that ran: an answer cell
+        return (f"this cell is not answered yet: write your answer here"
+                f"\n{where}in place of `raise NotImplementedError()`, then run this cell")
+    return (f"`{function}` is not written yet"
+            f"\n{where}write it in its cell above, in place of `raise NotImplementedError()`, "
+            f"then run that cell and this one")
+
+
+class Stub(NotImplementedError):
+    """What `raise NotImplementedError()` raises in a lesson's own cells: name_stubs() puts this
+    name in the notebook's namespace (and nowhere else: the library code keeps the builtin, and
+    no IPython handler or hook is installed). A stub left in a student's function is shown as one
+    line naming the function to write, wherever the function is called from; any other
+    NotImplementedError (one with a message, or raised in a library) keeps its usual traceback."""
+
+    @property
+    def _render_traceback_(self):
+        tb = self.__traceback__
+        if not _is_stub(self, tb):
+            raise AttributeError("_render_traceback_")  # IPython then formats the usual traceback
+        first = not_written_message(_raising_function(tb)).split("\n")[0]
+        return lambda: short_lines(f"NotImplementedError: {first}")
+
+
+Stub.__name__ = "NotImplementedError"  # as the cell's error and the grader name it (pickle keeps the qualname, Stub)
+
+
+def name_stubs(shell: Any = None) -> bool:
+    """Give the running notebook (IPython's user namespace) Stub as NotImplementedError; False
+    outside IPython. Called once when this module is imported (every lesson's setup cell)."""
+    if shell is None:
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return False
+    shell.user_ns.setdefault("NotImplementedError", Stub)
+    return True
 
 
 def _open_figures() -> set[int] | None:
@@ -164,19 +229,51 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _integral(x: float) -> bool:
-    return math.isfinite(x) and x == int(x) and abs(x) < 1e12
+EXTREME = 1e21  # beyond this (a wildly wrong answer) digits stop helping: e-notation for both
+
+
+def _grouped(digits: str) -> str:
+    """Thousands separators from five digits on (12,345 and 1234): the labels' 1,000-token
+    prompts are words, the checks' numbers are read side by side."""
+    return f"{int(digits):,}" if len(digits) >= 5 else digits
+
+
+def format_number(x: float, digits: int = 6) -> str:
+    """`x` in the checks' one notation: positional, thousands grouped, never e-notation but past
+    1e21. A whole number shows all its digits; any other shows `digits` significant ones (more to
+    the left of the point when it is large), trailing zeros dropped."""
+    if not math.isfinite(x):
+        return str(x)
+    if x == int(x) and abs(x) < EXTREME:
+        sign, whole = ("-" if x < 0 else ""), str(abs(int(x)))
+        return sign + _grouped(whole)
+    if abs(x) >= EXTREME or abs(x) < 1 / EXTREME:
+        return f"{x:.{digits}g}"
+    decimals = max(digits - 1 - math.floor(math.log10(abs(x))), 0)
+    text = f"{abs(x):.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    whole, point, fraction = text.partition(".")
+    return ("-" if x < 0 else "") + _grouped(whole) + point + fraction
 
 
 def format_pair(expected: float, returned: float, tell_apart: bool = True) -> tuple[str, str]:
-    """Both numbers in the same format: whole numbers with thousands separators, otherwise the
-    same number of significant digits, 6, or as many as it takes (up to 17) to tell them apart."""
-    if _integral(expected) and _integral(returned):
-        return f"{int(expected):,}", f"{int(returned):,}"
+    """Both numbers in the same notation (format_number, the same significant digits: 6, or as
+    many as it takes, up to 17, to tell them apart). Where one is beyond 1e21, both are in
+    e-notation."""
+    extreme = any(math.isfinite(v) and v != 0 and not (1 / EXTREME <= abs(v) < EXTREME) for v in (expected, returned))
     digits = 6
-    while tell_apart and digits < 17 and f"{expected:.{digits}g}" == f"{returned:.{digits}g}" and expected != returned:
+
+    def both(d: int) -> tuple[str, str]:
+        if extreme:
+            return f"{expected:.{d}g}", f"{returned:.{d}g}"
+        return format_number(expected, d), format_number(returned, d)
+
+    shown = both(digits)
+    while tell_apart and digits < 17 and shown[0] == shown[1] and expected != returned:
         digits += 1
-    return f"{expected:.{digits}g}", f"{returned:.{digits}g}"
+        shown = both(digits)
+    return shown
 
 
 def ratio_note(expected: float, returned: float) -> str:
@@ -196,7 +293,7 @@ def ratio_note(expected: float, returned: float) -> str:
 
 
 def _factor(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+    return format_number(round(x)) if x >= 100 else f"{x:.3g}"
 
 
 def _describe(value: Any) -> str:
@@ -226,7 +323,7 @@ def check_close(label: str, returned: Any, expected: float, rel: float = 1e-6, a
     close = math.isclose(got, float(expected), rel_tol=rel, abs_tol=abs_tol)
     want, shown = format_pair(float(expected), got, tell_apart=not close)
     if not close:
-        _fail(label, f"expected {want}, returned {shown}{ratio_note(float(expected), got)}")
+        _fail(label, expected_returned(want, shown, ratio_note(float(expected), got)))
     print(f"ok    {label}: expected {want}, returned {shown}")
 
 
@@ -248,7 +345,7 @@ def check_equal(label: str, returned: Any, expected: Any) -> None:
     except (TypeError, ValueError):  # numpy arrays compare element-wise
         same = False
     if not same:
-        _fail(label, f"expected {want_s}, returned {got_s}{note}")
+        _fail(label, expected_returned(want_s, got_s, note))
     print(f"ok    {label}: expected {want_s}, returned {got_s}")
 
 
@@ -287,6 +384,17 @@ def _outcome(func: Callable[..., Any], args: tuple, kwargs: dict, names: str | N
     return "returned"
 
 
+def expected_returned(expected: str, returned: str, note: str = "", verb: str = "returned") -> str:
+    """'expected X, returned Y (ratio)' on the first line of a CheckFailed where it fits, else
+    the returned value and ratio on the line after it."""
+    one = f"expected {expected}, {verb} {returned}{note}"
+    return one if len(f"CheckFailed: {one}") <= WIDTH else f"expected {expected},\n{verb} {returned}{note}"
+
+
 def _fail(label: str, message: str) -> None:
+    """`message` (what was expected, what came back) first, then the check's label."""
     __tracebackhide__ = True
-    raise CheckFailed(f"{label}: {message}")
+    raise CheckFailed(f"{message}\ncheck: {label}")
+
+
+name_stubs()

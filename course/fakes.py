@@ -129,7 +129,7 @@ def check_clock_reads(dev: FakeDevice, start_after: str | None = None) -> None:
     problem = clock_read_problem(dev, start_after)
     if problem:
         print(f"FAIL  {label}: {problem}")
-        raise CheckFailed(f"{label}: {problem}")
+        raise CheckFailed(f"{problem}\ncheck: {label}")
     reads = dev.events.count("clock")
     print(f"ok    {label}: all {reads} came after sync()" + (f", the first after {start_after}()" if start_after else ""))
 
@@ -150,7 +150,7 @@ class clock_hints:  # noqa: N801 - used like a function: `with checking(...), cl
         if isinstance(err, CheckFailed):
             problem = clock_read_problem(self.dev, self.start_after)
             if problem:
-                raise type(err)(f"{err}; the likely cause: {problem}") from None
+                raise type(err)(f"{err}\nthe likely cause: {problem}") from None
         return False
 
 

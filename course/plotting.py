@@ -202,7 +202,7 @@ def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
     `expected`, read by read_roofline. A failure says, in one line, which line was read as the
     roofline, why that one, and what to change. While autograding, observes each height."""
     __tracebackhide__ = True
-    from course.checks import CheckFailed, format_pair, ratio_note
+    from course.checks import CheckFailed, expected_returned, format_pair, ratio_note
     from course.observe import grading, observe
 
     intensities = [float(p) for p in expected]
@@ -214,7 +214,7 @@ def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
         return
     line, account = find_roofline(ax)
     if line is None:
-        raise CheckFailed(f"roofline: looked for the roofline as a line drawn with a line style, e.g. "
+        raise CheckFailed(f"no roofline found: draw it as a line with a line style\ncheck: roofline; e.g. "
                           f"ax.plot(x, y), not markers only; {account}")
     if _has_marker(line):
         change = "if that line is your points, draw them as markers only (linestyle='none')"
@@ -222,14 +222,14 @@ def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
         change = "give the roofline an x value at the ridge, or a hundred log-spaced ones, so that it bends there"
     for p, label, height, want in zip(intensities, labels, reading["at"], expected.values()):
         if height is None:
-            raise CheckFailed(f"{label}: the roofline, {account}, does not reach {p:g} FLOP/byte; let it "
-                              f"span at least from the smallest to the largest of the points' intensities and "
-                              f"the ridge")
+            raise CheckFailed(f"the roofline does not reach {p:g} FLOP/byte\ncheck: {label}; the roofline, "
+                              f"{account}: let it span at least from the smallest to the largest of the points' "
+                              f"intensities and the ridge")
         close = abs(height - float(want)) <= rel * abs(float(want))
         want_s, got_s = format_pair(float(want), height, tell_apart=not close)
         if not close:
-            raise CheckFailed(f"{label}: expected {want_s}, read {got_s}{ratio_note(float(want), height)} "
-                              f"off {account}; {change}")
+            raise CheckFailed(f"{expected_returned(want_s, got_s, ratio_note(float(want), height), 'read')}"
+                              f"\ncheck: {label}, read off {account}; {change}")
         print(f"ok    {label}: expected {want_s}, returned {got_s}")
     print(f"      (read off {account})")
 
@@ -238,7 +238,7 @@ def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
     """Visible check of drawn points: the height (FLOP/s) of the marker at each intensity
     (FLOP/byte) of `expected`, read by marker_heights. While autograding, observes each height."""
     __tracebackhide__ = True
-    from course.checks import CheckFailed, format_pair, ratio_note
+    from course.checks import CheckFailed, expected_returned, format_pair, ratio_note
     from course.observe import grading, observe
 
     intensities = [float(p) for p in expected]
@@ -250,12 +250,12 @@ def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
         return
     for p, label, height, want in zip(intensities, labels, heights, expected.values()):
         if height is None:
-            raise CheckFailed(f"{label}: looked for a marker at {p:g} FLOP/byte (a line drawn with a marker, "
-                              f"other than the roofline, or a scatter point) and found none; give each point "
-                              f"a marker, e.g. ax.plot([x], [y], marker='o', linestyle='none', label=...)")
+            raise CheckFailed(f"no marker at {p:g} FLOP/byte\ncheck: {label}; looked for a line drawn with a "
+                              f"marker, other than the roofline, or a scatter point: give each point a marker, "
+                              f"e.g. ax.plot([x], [y], marker='o', linestyle='none', label=...)")
         close = abs(height - float(want)) <= rel * abs(float(want))
         want_s, got_s = format_pair(float(want), height, tell_apart=not close)
         if not close:
-            raise CheckFailed(f"{label}: expected {want_s}, returned {got_s}{ratio_note(float(want), height)}; "
-                              f"a point sits at its attainable FLOP/s, on the roofline")
+            raise CheckFailed(f"{expected_returned(want_s, got_s, ratio_note(float(want), height))}"
+                              f"\ncheck: {label}; a point sits at its attainable FLOP/s, on the roofline")
         print(f"ok    {label}: expected {want_s}, returned {got_s}")

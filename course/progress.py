@@ -26,6 +26,7 @@ class Progress:
         self.total, self.label, self.unit, self.width = total, label, unit, width
         self.done = 0
         self.start = time.perf_counter()
+        self._shown = 0  # length of the line drawn last: a shorter one is padded to cover it
         self._draw()
 
     def _draw(self, end: str = "") -> None:
@@ -36,8 +37,12 @@ class Progress:
         if 0 < self.done < self.total:
             left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left"
         unit = f" {self.unit}" if self.unit else ""
-        sys.stdout.write(f"\r{self.label} [{bar}] {self.done}/{self.total}{unit}, {elapsed:.1f} s{left}   {end}")
+        line = f"{self.label} [{bar}] {self.done}/{self.total}{unit}, {elapsed:.1f} s{left}"
+        # A carriage return moves back without erasing, in a terminal as in JupyterLab: spaces
+        # cover what is left of a longer line drawn before (", about 3 s left" at the end).
+        sys.stdout.write(f"\r{line.ljust(self._shown)}{end}")
         sys.stdout.flush()
+        self._shown = len(line)
 
     def advance(self, steps: int = 1) -> None:
         self.done = min(self.total, self.done + steps)

@@ -1,11 +1,16 @@
-"""The visible checks speak in one line: course.checks, course.quiz and course.plotting.drawing.
+"""The visible checks speak in a few short lines: course.checks, course.quiz and course.plotting.drawing.
 
 Unit tests, plus IPython itself running cells the way a notebook does, to show what a student
-sees: one line for a failed check, an unwritten exercise or an unanswered quiz; the student's own
-frames, without the course's, for any other error.
+sees: for a failed check, what was expected and what came back on the first line, the check's
+label after it, no line longer than an 80-column terminal shows under `nbgrader validate` (76
+characters: it indents by four); one line for a function not written yet, wherever it is called;
+the student's own frames, without the course's, for any other error.
 """
 
 from __future__ import annotations
+
+import contextlib
+import re
 
 import matplotlib
 
@@ -15,8 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from course.checks import (CheckFailed, check_close, check_equal, check_raises, checking,  # noqa: E402
-                           format_pair, ratio_note)
+from course.checks import (WIDTH, CheckFailed, check_close, check_equal, check_raises, checking,  # noqa: E402
+                           format_number, format_pair, name_stubs, ratio_note)
 from course.plotting import drawing  # noqa: E402
 from course.quiz import QuizAnswerError, check_choice  # noqa: E402
 
@@ -31,6 +36,13 @@ def one_line(err: CheckFailed) -> str:
     return lines[0]
 
 
+def shown_lines(err: CheckFailed) -> list[str]:
+    """What IPython shows for `err`: a few lines, none longer than WIDTH (76) characters."""
+    lines = err._render_traceback_()
+    assert 1 <= len(lines) <= 4 and all("\n" not in line and len(line) <= WIDTH for line in lines), lines
+    return lines
+
+
 # --- numbers in one format, with their ratio ---------------------------------------------------
 
 @pytest.mark.parametrize("expected, returned, shown", [
@@ -38,7 +50,12 @@ def one_line(err: CheckFailed) -> str:
     (327680, 2621440.0, ("327,680", "2,621,440")),
     (0.03, 0.029849, ("0.03", "0.029849")),
     (1.0, 1.0000001, ("1", "1.0000001")),  # as many digits as it takes to tell them apart
-    (1.4e13, 7e12, ("1.4e+13", "7e+12")),
+    (1.4e13, 7e12, ("14,000,000,000,000", "7,000,000,000,000")),  # no e-notation beside 1,000s
+    (137_756_688_384, 1.377e11, ("137,756,688,384", "137,700,000,000")),  # the same for whole and not
+    (0.00660961255517, 0.0066, ("0.00660961", "0.0066")),
+    (2.5e-7, -2.5e-7, ("0.00000025", "-0.00000025")),
+    (2000.0, 1999.5, ("2000", "1999.5")),  # grouped from five digits on
+    (1.0, 3e22, ("1", "3e+22")),  # a wild answer: both in e-notation
 ])
 def test_both_numbers_in_one_format(expected, returned, shown):
     assert format_pair(expected, returned) == shown
@@ -47,7 +64,8 @@ def test_both_numbers_in_one_format(expected, returned, shown):
 @pytest.mark.parametrize("expected, returned, note", [
     (327680, 2621440, " (8x the expected)"),
     (2.0, 1.0, " (1/2 of the expected)"),
-    (1e-3, 1.0, " (1,000x the expected)"),
+    (1e-3, 1.0, " (1000x the expected)"),
+    (1.0, 2e5, " (200,000x the expected)"),
     (0.03, 0.02985, " (0.995x the expected)"),
     (1.0, -1.0, " (the opposite sign)"),
     (1.0, 1.0000001, ""),  # rounding: no ratio worth reading
@@ -63,12 +81,44 @@ def test_check_close_passes_and_prints_one_line(capsys):
     assert capsys.readouterr().out == "ok    TTFT (s): expected 0.4, returned 0.4\n"
 
 
-def test_check_close_failure_is_one_line_with_the_ratio(capsys):
+def test_check_close_failure_puts_both_numbers_first_then_the_label(capsys):
     with pytest.raises(CheckFailed) as caught:
         check_close("KV bytes per token", 2621440.0, 327680)
-    assert one_line(caught.value) == ("CheckFailed: KV bytes per token: expected 327,680, "
-                                      "returned 2,621,440 (8x the expected)")
+    assert shown_lines(caught.value) == ["CheckFailed: expected 327,680, returned 2,621,440 (8x the expected)",
+                                         "  check: KV bytes per token"]
     assert capsys.readouterr().out == ""  # the message is the exception, printed once
+
+
+# The longest labels and the largest numbers of the lessons' checks, each answer 8x off.
+LONG = [
+    ("prefill FLOPs, Llama-2-70B, 1,000 tokens", 137_429_008_384_000 * 8, 137_429_008_384_000),
+    ("H100 SXM in bf16 (989 TFLOP/s, 3.35 TB/s, 2 bytes per weight), tokens", 2361.79, 295.223880597),
+    ("TTFT floor (s), batch 8: 8,000 tokens of FLOPs and of cache", 0.106893 * 1.0123456, 0.106893),
+    ("Llama-2-7B bf16 on 80 GiB: 4,096-token sequences that fit", 1.5, 2),
+]
+
+
+@pytest.mark.parametrize("label, returned, expected", LONG)
+def test_a_failure_fits_an_80_column_terminal_numbers_first(label, returned, expected):
+    """`nbgrader validate` indents an error by 4 and cuts its lines at 87 characters, the Validate
+    dialog does not wrap: both numbers and the ratio on the first line, within 76 characters."""
+    with pytest.raises(CheckFailed) as caught:
+        (check_equal if isinstance(expected, int) and expected < 10 else check_close)(label, returned, expected)
+    lines = [line.strip() for line in shown_lines(caught.value)]
+    at = next(i for i, line in enumerate(lines) if line.startswith("check: "))
+    numbers = " ".join(lines[:at])  # on one line where they fit, else the returned one just below
+    assert re.fullmatch(r"CheckFailed: expected \S+, returned \S+( \(\S+x the expected\))?", numbers), lines
+    assert " ".join(lines[at:]) == f"check: {label}"
+
+
+def test_one_notation_in_a_cell_whole_or_not():
+    """A cell's checks (and the labels that name 1,000 tokens) never mix e-notation with grouped
+    digits: a passing whole number and a failing float of the same size look alike."""
+    with pytest.raises(CheckFailed) as caught:
+        check_close("bytes", 1.3775668838e11 * 1.01, 137_756_688_384)
+    text = " ".join(shown_lines(caught.value)) + format_pair(137_429_008_384, 137_429_008_384)[0]
+    assert not re.search(r"\de[+-]?\d", text) and "137,756,688,384" in text and "139,134,255,264" in text
+    assert format_number(float("nan")) == "nan" and format_number(-0.5) == "-0.5"
 
 
 @pytest.mark.parametrize("returned, said", [
@@ -114,8 +164,8 @@ def test_checking_puts_the_numbers_of_a_failed_check_first():
     with pytest.raises(CheckFailed) as caught:
         with checking("Exercise A: request_metrics"):
             check_close("TPOT (s)", 0.02985, 0.03)
-    assert one_line(caught.value) == ("CheckFailed: TPOT (s): expected 0.03, returned 0.02985 "
-                                      "(0.995x the expected)")
+    assert shown_lines(caught.value) == ["CheckFailed: expected 0.03, returned 0.02985 (0.995x the expected)",
+                                         "  check: TPOT (s)"]
 
 
 def test_checking_says_which_function_is_not_written_yet():
@@ -125,17 +175,18 @@ def test_checking_says_which_function_is_not_written_yet():
     with pytest.raises(CheckFailed) as caught:
         with checking("Exercise B"):
             e2e_model(1)
-    line = one_line(caught.value)
-    assert line.startswith("CheckFailed: [Exercise B] `stub` is not written yet")
-    assert "replace `raise NotImplementedError()`" in line
+    first, *rest = shown_lines(caught.value)
+    assert first == "CheckFailed: `stub` is not written yet"
+    assert " ".join(rest).split() == ("[Exercise B] write it in its cell above, in place of "
+                                      "`raise NotImplementedError()`, then run that cell and this one").split()
 
 
 def test_checking_says_how_to_answer_a_quiz():
     with pytest.raises(CheckFailed) as caught:
         with checking("q2"):
             check_choice("q2", q2, "abcd")  # noqa: F821 - not answered yet
-    assert one_line(caught.value).startswith('CheckFailed: q2 is not answered yet: write q2 = "a" '
-                                             '(your letter, in quotes) in the answer cell above')
+    assert shown_lines(caught.value)[0] == 'CheckFailed: q2 is not answered yet: write q2 = "a" (your letter, in quotes)'
+
 
 
 def test_checking_says_what_to_run_for_an_undefined_name():
@@ -184,7 +235,7 @@ def test_no_empty_chart_under_an_unwritten_plot():
 
 def test_drawing_closes_its_figure_when_the_function_is_not_written():
     plt.close("all")
-    with pytest.raises(CheckFailed, match=r"\[the staircase\] `stub` is not written yet"):
+    with pytest.raises(CheckFailed, match=r"`stub` is not written yet\n\[the staircase\] write it"):
         with drawing("the staircase", figsize=(4, 3)) as ax:
             stub(ax)
     assert plt.get_fignums() == []
@@ -209,8 +260,8 @@ def test_check_choice_accepts_an_option(capsys):
 def test_check_choice_says_how_to_answer(answer, said):
     with pytest.raises(QuizAnswerError) as caught:
         check_choice("q1", answer, "abcd")
-    line = one_line(caught.value)
-    assert said in line and 'for example q1 = "a" (one of a, b, c or d)' in line
+    text = " ".join(line.strip() for line in shown_lines(caught.value))
+    assert said in text and 'for example q1 = "a" (one of a, b, c or d)' in text
     assert isinstance(caught.value, ValueError)  # what check_choice has always raised
     with pytest.raises(CheckFailed) as caught:
         with checking("q1"):
@@ -240,16 +291,36 @@ def run(shell, capsys, code: str) -> str:
     return captured.out + captured.err
 
 
-def test_ipython_shows_a_failed_check_as_one_line(shell, capsys):
+def test_ipython_shows_a_failed_check_numbers_first(shell, capsys):
     out = run(shell, capsys, 'with checking("Exercise A: tpot"):\n'
                              '    check_close("TPOT (s)", tpot([0.4, 0.43, 0.46]), 0.03)\n')
-    assert out.strip() == "CheckFailed: TPOT (s): expected 0.03, returned 0.02 (0.6667x the expected)"
+    assert out.strip().splitlines() == ["CheckFailed: expected 0.03, returned 0.02 (0.6667x the expected)",
+                                        "  check: TPOT (s)"]
 
 
-def test_ipython_shows_an_unwritten_exercise_as_one_line(shell, capsys):
+def test_ipython_shows_an_unwritten_exercise_in_short_lines(shell, capsys):
     out = run(shell, capsys, 'with checking("Exercise A: stub"):\n    stub(1)\n')
-    assert len(out.strip().splitlines()) == 1 and "`stub` is not written yet" in out
-    assert "Traceback" not in out
+    lines = out.strip().splitlines()
+    assert lines[0] == "CheckFailed: `stub` is not written yet" and len(lines) <= 3
+    assert "Traceback" not in out and all(len(line) <= WIDTH for line in lines)
+
+
+def test_a_given_cell_that_calls_an_unwritten_function_says_so_in_one_line(shell, capsys):
+    """Outside any check (a given cell of the lesson that uses an exercise): one line naming the
+    function to write, from the stub's own exception; no IPython handler or hook is installed."""
+    assert name_stubs(shell) and shell.custom_exceptions == ()
+    run(shell, capsys, "def token_arrival_times(prompt):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n")
+    out = run(shell, capsys, "arrivals = [token_arrival_times(p) for p in (1, 2)]\n")
+    assert out.strip() == "NotImplementedError: `token_arrival_times` is not written yet"
+    out = run(shell, capsys, "# YOUR CODE HERE\nraise NotImplementedError()\n")  # an answer cell
+    assert out.strip() == "NotImplementedError: this cell is not answered yet: write your answer here"
+    out = run(shell, capsys, "try:\n    token_arrival_times(1)\nexcept NotImplementedError as err:\n"
+                             "    print(type(err).__name__, isinstance(err, __builtins__.NotImplementedError))\n")
+    assert out.strip() == "NotImplementedError True"
+    out = run(shell, capsys, "def backend(x):\n    raise NotImplementedError('no such kernel on this backend')\n"
+                             "backend(1)\n")  # one with a message: the usual traceback
+    assert "Traceback" in out or "----> " in out
+    assert "no such kernel on this backend" in out
 
 
 def test_ipython_hides_the_course_frames_of_other_errors(shell, capsys):
@@ -280,3 +351,53 @@ def test_a_librarys_not_implemented_error_is_not_an_unwritten_exercise():
     with pytest.raises(NotImplementedError, match="aten::foo"):  # passes through, with its message
         with checking("Exercise D"):
             torch_like(1)
+
+
+# --- the lessons' own checks: one notation in each cell ---------------------------------------
+
+E_NOTATION, GROUPED = re.compile(r"\d(\.\d+)?e[+-]?\d"), re.compile(r"\d,\d{3}")
+
+
+def what_a_cell_can_print(source: str) -> str:
+    """The labels of a graded cell's visible checks and every number its lines can show: each
+    expected value passing, and against a wrong float answer (8x, and 1 % off)."""
+    import ast
+
+    text = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        args = node.args
+        if node.func.id in ("check_close", "check_equal", "checking") and args and isinstance(args[0], ast.Constant):
+            text.append(str(args[0].value))
+        expected = {}
+        if node.func.id in ("check_close", "check_equal") and len(args) >= 3:
+            with contextlib.suppress(Exception):
+                expected[None] = eval(compile(ast.Expression(args[2]), "<check>", "eval"), {})  # literals only
+        if node.func.id in ("check_roofline", "check_markers") and len(args) >= 2 and isinstance(args[1], ast.Dict):
+            expected = ast.literal_eval(args[1])
+        for at, want in expected.items():
+            if at is not None:
+                text.append(f"roofline at {at:g} FLOP/byte (FLOP/s)")
+            if isinstance(want, (int, float)) and not isinstance(want, bool):
+                text += [*format_pair(want, want), *format_pair(want, want * 8.0), *format_pair(want, want * 1.01)]
+    return " ".join(text)
+
+
+def test_each_lesson_cell_shows_its_numbers_in_one_notation():
+    """No graded cell of a lesson mixes e-notation with grouped digits in what its checks print
+    (labels that name 1,000 tokens, numbers that pass and numbers that fail)."""
+    import nbformat
+
+    from utils.coursedir import BEGIN_HIDDEN, REPO, nbgrader_meta
+
+    mixed, seen = [], 0
+    for path in sorted((REPO / "release").glob("*/*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.cell_type != "code" or not nbgrader_meta(cell).get("grade"):
+                continue
+            text = what_a_cell_can_print(cell.source.partition(BEGIN_HIDDEN)[0])
+            seen += bool(text)
+            if E_NOTATION.search(text) and GROUPED.search(text):
+                mixed.append(f"{path.parent.name} {nbgrader_meta(cell)['grade_id']}: {text[:200]}")
+    assert seen > 20 and not mixed, mixed

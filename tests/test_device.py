@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import time
 
 import pytest
 import torch
@@ -227,6 +229,37 @@ def test_in_turns_keeps_the_runs_after_warm_up_and_shows_progress(capsys):
     a, b, c = timing.Sampled("a", [1.0, 2.0]), timing.Sampled("b", [1.5, 3.0]), timing.Sampled("c", [5.0, 9.0])
     assert timing.overlap(a, b) and not timing.overlap(a, c)
     assert timing.too_noisy([a, timing.Sampled("d", [1.0, 1.1])]) == [0]
+
+
+def as_a_terminal_shows(text: str) -> list[str]:
+    """The lines a terminal (or JupyterLab's output area) shows for `text`: a carriage return goes
+    back to the start of the line and what follows overwrites it, character by character."""
+    shown = []
+    for line in text.split("\n"):
+        screen: list[str] = []
+        for part in line.split("\r"):
+            screen[:len(part)] = part
+        shown.append("".join(screen).rstrip())
+    return shown
+
+
+def test_every_bar_ends_on_its_last_line_alone(capsys, monkeypatch):
+    """The last redraw is shorter than the ones before (no "about N s left"): nothing of a longer
+    line may stay after it, for the bars of progress(), in_turns and the sweeps alike."""
+    from course.progress import Progress, progress
+
+    clock = iter(range(0, 1000, 3))
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
+    bar = Progress(10, "prompt length", unit="calls")
+    for _ in range(9):
+        bar.advance()
+    bar.close()
+    lines = as_a_terminal_shows(capsys.readouterr().out)
+    assert lines[-1] == "" and re.fullmatch(r"prompt length \[#{30}\] 10/10 calls, \d+\.0 s", lines[0]), lines
+    list(progress(range(3), "counting FLOPs"))
+    timing.in_turns([1, 2], lambda p: p, rounds=2, warmup=1, label="sweep")
+    for line in as_a_terminal_shows(capsys.readouterr().out)[:-1]:
+        assert line.endswith(" s") and "left" not in line, line
 
 
 def test_progress_rejects_a_bad_total():

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
+import shlex
 import shutil
 import socket
 import subprocess
@@ -181,8 +183,12 @@ def _isolated_env(base: Path, nbgrader_config: str) -> dict:
     return env
 
 
-def start_lab(base: Path, root: Path, nbgrader_config: str) -> LabServer:
+def start_lab(base: Path, root: Path, nbgrader_config: str, *, lab_args: tuple = (), lab_env: dict | None = None,
+              cwd: Path | None = None) -> LabServer:
+    """A JupyterLab serving `root`; `lab_args` and `lab_env` are what a make target adds (make lab's
+    switches), `cwd` where it starts (the course directory for make lab)."""
     env = _isolated_env(base, nbgrader_config)
+    env.update(lab_env or {})
     log_path = base / "server.log"
     token = secrets.token_hex(24)
     last_error = ""
@@ -193,9 +199,10 @@ def start_lab(base: Path, root: Path, nbgrader_config: str) -> LabServer:
         proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-             "--ServerApp.allow_root=True"],  # CI and this machine run as root
-            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+             f"--IdentityProvider.token={token}", "--ServerApp.allow_root=True",  # CI and this machine run as root
+             *([] if any(a.startswith("--notebook-dir=") for a in lab_args) else [f"--ServerApp.root_dir={root}"]),
+             *lab_args],
+            cwd=cwd or root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + SERVER_START_S
         while time.monotonic() < deadline and proc.poll() is None:
@@ -242,6 +249,52 @@ def student_lab(course_copy, tmp_path_factory):
     shutil.copytree(lesson.release_nb.parent, home_root / lesson.name)
     server = start_lab(base, home_root, _course_nbgrader_config(base, exchange))
     yield server
+    stop_lab(server.proc)
+
+
+@dataclass
+class StudentCheckout:
+    root: Path      # a fresh checkout of the course, a git repository of its own
+    lessons: Path   # the working copy `make lessons` made in it
+
+
+def _run(args: list[str], cwd: Path) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(args)} failed in {cwd}:\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def make_lab(tmp_path_factory):
+    """A new student's Lab as `make lab` makes it, from a fresh checkout: the repository's tracked
+    files committed in a git repository of their own, `make lessons` (the working copy, its
+    notebooks given this kernel's language_info) with this environment standing in for
+    .venv-student (`-o` keeps make from reinstalling it), then JupyterLab with the switches `make -n
+    lab` prints: make lab's config path (the instructor's lab plugins off) and server flags. No
+    nbgrader configuration of the student's own, no exchange."""
+    base = tmp_path_factory.mktemp("make-lab")
+    root = base / "course"
+    for name in _run(["git", "ls-files", "-z"], REPO).split("\0"):
+        if name and (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    for args in (["git", "init", "-q"], ["git", "add", "-A"],
+                 ["git", "-c", "user.name=student", "-c", "user.email=student@localhost", "commit", "-qm", "course"]):
+        _run(args, root)
+    venv = Path(sys.prefix)
+    make = ["make", "-o", f"{venv}/.installed", f"STUDENT_VENV={venv}"]
+    _run([*make, "lessons"], root)
+    line = _run([*make, "-n", "lab"], root).strip().splitlines()[-1]
+    words = shlex.split(line)
+    lab_env = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=.*", w))
+    at = words.index("lab")
+    assert words[at - 1] == f"{venv}/bin/jupyter", line
+    lab_args = [w for w in words[at + 1:] if w != "--allow-root"]  # lessons/<first lesson> last: the file it opens
+    server = start_lab(base, root / "lessons", "", lab_args=tuple(lab_args), lab_env=lab_env, cwd=root)
+    # what the Lab opens in the student's browser (jupyter_server's page for the file it was given): lesson 1
+    opens = [p.read_text() for p in (base / "runtime").glob("jpserver-file-to-run-*-open.html")]
+    assert opens and all(re.search(rf'href="[^"]*/{LESSON_1}/[^"/?]+\.ipynb\?', page) for page in opens), opens
+    yield StudentCheckout(root, root / "lessons"), server
     stop_lab(server.proc)
 
 
@@ -325,12 +378,13 @@ class Browsing:
         self.shots.append(path)
         return path
 
-    def open_lab(self, path: str = "") -> None:
-        """Open JupyterLab (on a document when `path` is given) and wait until it has started."""
+    def open_lab(self, path: str = "", nbgrader_menu: bool = True) -> None:
+        """Open JupyterLab (on a document when `path` is given) and wait until it has started;
+        `nbgrader_menu=False` for a student's Lab from make lab, which has none."""
         self.page.goto(self.server.lab_url(path), wait_until="domcontentloaded")
         self.page.wait_for_selector("#jp-main-dock-panel", state="visible")
-        # the nbgrader lab extension adds its menu once it has loaded
-        self.page.wait_for_selector("#jp-MainMenu >> text=Nbgrader", state="visible")
+        if nbgrader_menu:  # the nbgrader lab extension adds its menu once it has loaded
+            self.page.wait_for_selector("#jp-MainMenu >> text=Nbgrader", state="visible")
 
     def menu(self, *labels: str) -> None:
         """Click through the main menu by exact labels: menu("Nbgrader", "Formgrader")."""
@@ -347,6 +401,11 @@ class Browsing:
 @pytest.fixture
 def student(chromium, student_lab, page, request) -> Browsing:
     return Browsing(page, student_lab, request.node.name)
+
+
+@pytest.fixture
+def new_student(chromium, make_lab, page, request) -> Browsing:
+    return Browsing(page, make_lab[1], request.node.name)
 
 
 @pytest.fixture
@@ -367,12 +426,12 @@ RUN_FINISHED_JS = """(panel) => {
 }"""
 
 
-def open_notebook(student, nb_rel: str) -> None:
+def open_notebook(student, nb_rel: str, nbgrader_menu: bool = True) -> None:
     """Open `nb_rel` in JupyterLab and wait for an idle Python kernel and the Validate button."""
     from playwright.sync_api import expect
 
     page = student.page
-    student.open_lab(nb_rel)
+    student.open_lab(nb_rel, nbgrader_menu)
     page.wait_for_function(
         """(panel) => {
              const name = document.querySelector(panel + ' .jp-KernelName');

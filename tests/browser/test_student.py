@@ -1,24 +1,31 @@
-"""The student's path in JupyterLab: lesson 1 runs and draws its chart, Validate answers, the
-Assignments panel lists the lesson, and the checks speak in one line.
+"""The student's path in JupyterLab: a new student's Lab from `make lab` (lesson 1 opens clean,
+no instructor menu, runs, draws its chart, validates, and git status stays clean), the hub's
+Assignments panel lists the lesson, and the checks speak in a few short lines.
 
-What the lesson test does: before opening the released lesson it fills every solution cell but the
-first exercise with the reference answer (markers stripped), so that Run All reaches every cell,
-the chart included, whatever student functions the chart needs. In the browser it then types the
-first exercise's answer over the `raise NotImplementedError()` stub, runs all cells, checks that a
-chart is rendered as an image and that no cell raised, and presses nbgrader's Validate, which must
-report that the notebook passes all the tests.
+What the lesson test does: in a fresh checkout of the course (tests/browser/conftest.py,
+`make_lab`), `make lessons` makes the working copy and JupyterLab starts with the switches `make
+-n lab` prints. The working copy's lesson 1 must equal release/ but for its kernel's
+language_info; every solution cell but the first exercise's is filled with the reference answer
+(markers stripped), as a student works, so that Run All reaches every cell, the chart included.
+In the browser the lesson must open unmarked (no unsaved change before any edit) with no Nbgrader
+menu and no dialog; the first exercise's answer is typed over the `raise NotImplementedError()`
+stub, all cells run, a chart is rendered as an image, no cell raised, nbgrader's Validate reports
+that the notebook passes all the tests, and after saving, `git status` of the checkout is empty.
 
 The unsolved-lesson test runs the untouched release cell by cell (Run All would stop at the first
-failing check) and reads what a student meets: every graded cell says in one line what is not
-written or answered yet, the figure cell shows that line and no empty chart, and Validate lists
-the failing checks with no traceback to scroll past. The mistake test validates a notebook whose
-only error is TPOT averaged over n tokens instead of n - 1 gaps: the dialog shows that check's
-one line, both numbers and their ratio, without scrolling.
+failing check) and reads what a student meets: every graded cell says in a few lines of at most
+76 characters what is not written or answered yet, the figure cell the same and no empty chart,
+no output anywhere is a traceback (an answer cell's own stub is one line), and Validate lists the
+failing checks with no traceback to scroll past. The mistake test validates a notebook whose only
+error is TPOT averaged over n tokens instead of n - 1 gaps: the dialog shows that check's
+numbers first, expected, returned and their ratio, then its label, without scrolling.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 
 import nbformat
 import pytest
@@ -89,17 +96,30 @@ def graded_cells(path) -> dict[int, str]:
             if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")}
 
 
-def test_lesson_1_runs_renders_chart_and_validates(student, course_copy):
+def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course_copy):
+    """In a new student's Lab as `make lab` makes it: the working copy's lesson 1 opens clean, with
+    no instructor menu, is answered, run, validated and saved, and git status stays clean."""
+    student = new_student
+    checkout, _ = make_lab
     _, lesson = course_copy
     page = student.page
     nb_rel = f"{lesson.name}/{lesson.release_nb.name}"
-    nb_path = student.server.root / nb_rel
+    nb_path = checkout.lessons / nb_rel
 
-    with student.step("prepare the released notebook (all answers but the first exercise's)"):
+    with student.step("the working copy's lesson (all answers but the first exercise's, as a student works)"):
+        copied, released = (json.loads(p.read_text()) for p in (nb_path, checkout.root / "release" / nb_rel))
+        assert copied["metadata"].pop("language_info")["version"]  # the student's kernel's, in full
+        released["metadata"].pop("language_info")
+        assert copied == released, "lessons/ is not release/ as committed"
         exercise, answer = prepare_student_notebook(nb_path, solution_sources(lesson.source_nb))
 
-    with student.step(f"open {nb_rel} in JupyterLab with the nbgrader extension"):
-        open_notebook(student, nb_rel)
+    with student.step(f"open lessons/{nb_rel} in make lab's JupyterLab: Validate, no instructor menu"):
+        open_notebook(student, nb_rel, nbgrader_menu=False)
+        page.wait_for_timeout(1500)  # what the Lab writes into a notebook once its kernel is up
+        menus = page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").all_inner_texts()
+        assert "Run" in menus and "Nbgrader" not in menus, menus
+        expect(page.locator(".jp-Dialog")).to_have_count(0)  # no "exchange directory does not exist"
+        assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "the lesson opened marked unsaved"
 
     cells = page.locator(f"{NB_PANEL} .jp-Notebook .jp-Cell")
     with student.step(f"type the first exercise's answer into cell {exercise}"):
@@ -148,6 +168,15 @@ def test_lesson_1_runs_renders_chart_and_validates(student, course_copy):
         dialog.locator(".jp-Dialog-button", has_text="Ok").click()
         expect(dialog).to_have_count(0)
 
+    with student.step("save the worked lesson: git status of the checkout stays clean"):
+        page.keyboard.press("Control+S")
+        expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+        saved = json.loads(nb_path.read_text())
+        assert any(c.get("outputs") for c in saved["cells"]), "the lesson was not saved with its outputs"
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout.root,
+                                capture_output=True, text=True, check=True).stdout
+        assert status == "", f"git status after a worked lesson:\n{status}"
+
 
 def test_assignments_panel_lists_the_released_lesson(student, course_copy):
     _, lesson = course_copy
@@ -185,13 +214,15 @@ def run_cell_by_cell(student, cells, count: int) -> None:
                                                                       timeout=RUN_ALL_TIMEOUT_MS)
 
 
-def one_line_error(cell) -> str:
-    """The text of a cell's error output, which must be one line with no traceback."""
+def short_error(cell) -> str:
+    """The text of a cell's error output: a few lines, none wider than an 80-column terminal
+    shows under `nbgrader validate` (76), no traceback."""
     outputs = cell.locator(ERROR_OUTPUT)
     expect(outputs).to_have_count(1)
     text = outputs.inner_text().strip()
-    assert "\n" not in text and "Traceback" not in text and "checks.py" not in text, \
-        f"not one line:\n{text}"
+    lines = text.splitlines()
+    assert len(lines) <= 4 and all(len(line) <= 76 for line in lines) and "Traceback" not in text \
+        and "checks.py" not in text, f"not a few short lines:\n{text}"
     return text
 
 
@@ -225,7 +256,7 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
         run_cell_by_cell(student, cells, n_cells)
 
     with student.step("every graded cell says in one line what to do, with no traceback"):
-        said = {grade_id: one_line_error(cells.nth(i)) for i, grade_id in graded.items()}
+        said = {grade_id: short_error(cells.nth(i)) for i, grade_id in graded.items()}
         for grade_id, text in said.items():
             assert text.startswith("CheckFailed: ") and ("not written yet" in text or "not answered yet" in text), \
                 f"{grade_id}: {text}"
@@ -240,21 +271,22 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
         student.screenshot(f"{student.test_name}-quiz")
 
     with student.step("the chart cell of an unwritten function: one line, no empty chart"):
-        text = one_line_error(cells.nth(chart))
+        text = short_error(cells.nth(chart))
         assert "not written yet" in text, text
         expect(cells.nth(chart).locator(".jp-OutputArea-output[data-mime-type='image/png']")).to_have_count(0)
         cells.nth(chart).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
         student.screenshot(f"{student.test_name}-chart")
 
-    with student.step("no traceback but the answer cells' own stubs"):
+    with student.step("no traceback anywhere: an answer cell's own stub says so in one line"):
         # An answer cell (the quiz's, a graded prediction's) runs nbgrader's `raise
-        # NotImplementedError()` stub at its top level; the course installs no IPython exception
-        # handler to shorten that (the grader refuses notebooks whose handlers changed), so those
-        # alone keep their short traceback.
+        # NotImplementedError()` stub at its top level: the notebook's NotImplementedError
+        # (course.checks.Stub, no IPython handler) shows it as one line.
         errors = page.locator(f"{NB_PANEL} {ERROR_OUTPUT}").all_inner_texts()
-        tracebacks = [t for t in errors if "Traceback" in t or len(t.strip().splitlines()) > 1]
-        assert 1 <= answer_cells and len(tracebacks) <= answer_cells, f"{len(tracebacks)} outputs are not one line; the first:\n{tracebacks[0]}"
-        assert all("raise NotImplementedError()" in t for t in tracebacks), tracebacks
+        tracebacks = [t for t in errors if "Traceback" in t or any(len(x) > 76 for x in t.splitlines())]
+        assert not tracebacks, f"{len(tracebacks)} outputs are tracebacks or long lines; the first:\n{tracebacks[0]}"
+        answers = [t.strip() for t in errors if t.startswith("NotImplementedError: ")]
+        assert answer_cells >= 1 and len(answers) >= answer_cells, errors
+        assert "NotImplementedError: this cell is not answered yet: write your answer here" in answers, answers
 
     with student.step("Validate lists the failing checks, the first one in sight, no traceback"):
         dialog, message = validate(student)
@@ -288,11 +320,12 @@ def test_validate_shows_the_failing_check_without_scrolling(student, course_copy
         nbformat.write(nb, str(folder / "mistake.ipynb"))
         open_notebook(student, nb_rel)
 
-    with student.step("Validate shows the failing check in one line, in sight"):
+    with student.step("Validate shows the failing check, both numbers first, in sight"):
         dialog, message = validate(student)
         text = message.inner_text()
         assert "Traceback" not in text and "checks.py" not in text, text
-        line = message.get_by_text(re.compile(r"CheckFailed: .*TPOT.*expected 0\.03, returned .*x the expected"))
+        assert re.search(r"CheckFailed: expected 0\.03, returned 0\.153333 \(5\.11x the expected\)\n\s*check: TPOT", text), text
+        line = message.get_by_text(re.compile(r"CheckFailed: expected 0\.03, returned 0\.153333"))
         expect(line).to_have_count(1)
         expect(line).to_be_in_viewport()
         student.screenshot(f"{student.test_name}-validate")

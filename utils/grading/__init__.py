@@ -17,6 +17,8 @@ preprocessors):
                                                 per notebook
   feedback   HideHiddenTests (hide_hidden.py)  hidden tests cut from the feedback's source, and
                                                 the outputs of ungraded cells left out
+  release    KernelLanguageInfo (../language_info.py)  the kernel's full language_info in each
+                                                generated notebook, so it opens unmodified
 
 observations.py holds the judging itself (collect, judge), base.py the notes each step leaves in
 the graded notebook for `utils.grade`'s report.
@@ -45,6 +47,13 @@ def install(c) -> None:
     c.Autograde.sanitize_preprocessors = [WellFormed] + [
         SafeOverwriteCells if pp is OverwriteCells else pp
         for pp in Autograde.class_traits()["sanitize_preprocessors"].default()]
+    # Generated notebooks carry the kernel's full language_info, so they open unmodified.
+    from nbgrader.converters.generate_assignment import GenerateAssignment
+
+    from utils.language_info import KernelLanguageInfo
+
+    c.GenerateAssignment.preprocessors = [
+        *GenerateAssignment.class_traits()["preprocessors"].default(), KernelLanguageInfo]
     feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())
     feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header
     c.GenerateFeedback.preprocessors = feedback
