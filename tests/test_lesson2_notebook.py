@@ -210,6 +210,10 @@ def test_section_10_figures(reference):
     assert g(2.0, sum(steps(704)), max(steps(704)), 1, 0.4, 0.025) == 2.0  # one GPU wins on loose targets
     assert g(2.0, prefill + 8192 * kv / 50e9, alone[0], 2, 0.15, 0.025) == 0.0  # IB after the whole prefill
     assert g(2.0, prefill + per_layer_transfer, alone[0], 2, 0.15, 0.025) == 1.0  # ... and layer by layer
+    # a 16 ms TPOT target: one GPU's chunk shrinks to 192 tokens and falls behind; the decode GPU meets it
+    tight = reference["chunk_for_tpot"](dec, lambda c: chunk(c, max(0, 8192 - c)), 0.016, peak, bw)
+    assert tight == 192 and 2.0 * sum(steps(tight)) > 1
+    assert g(2.0, prefill + 8192 * kv / 450e9, alone[0], 2, 0.4, 0.016) == 1.0
 
 
 def test_paged_cache_and_prefix_figures(reference):
