@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import re
 
 import nbformat
@@ -12,8 +13,8 @@ from utils.coursedir import REPO, nbgrader_meta
 
 LESSON = "02_arithmetic_intensity"
 NOTEBOOK = REPO / "source" / LESSON / "arithmetic_intensity.ipynb"
-EXERCISES = ["matmul", "roofline", "param_count", "kv_cache", "attention_flops", "step_time", "critical_batch",
-             "roofline_plot", "mixed_step", "chunk_budget"]
+EXERCISES = ["matmul", "roofline", "param_count", "kv_cache", "attention_flops", "step_time", "ridge_in_tokens",
+             "roofline_plot", "mixed_step", "chunk_for_tpot", "goodput_per_gpu"]
 MAX_WORDS = 3000  # the lesson's text, so that it can be finished in the time it states
 
 pytestmark = pytest.mark.skipif(not NOTEBOOK.exists(), reason="lesson 2 not written yet")
@@ -66,7 +67,7 @@ def test_quiz_keys_follow_the_course_plan(nb):
 
 
 def test_points(nb):
-    assert sum(nbgrader_meta(c).get("points", 0) for c in nb.cells if nbgrader_meta(c).get("grade")) == 28
+    assert sum(nbgrader_meta(c).get("points", 0) for c in nb.cells if nbgrader_meta(c).get("grade")) == 31
 
 
 def markdown_words(nb) -> int:
@@ -132,7 +133,7 @@ def test_step_time_reproduces_how_to_scale_your_model(reference, params, weight_
 
 def test_lumped_max_misses_the_books_compute_bound_example(reference):
     """At batch 256 the book's 21 ms needs the per-block sum; one max over the totals says 18.5."""
-    t = reference["roofline_time"](2 * 256 * 30e9, 30e9 + 256 * 819e6, 16 * 1.97e14, 16 * 8.1e11)["floor_s"]
+    t = reference["roofline_time"](2 * 256 * 30e9, 30e9 + 256 * 819e6, 16 * 1.97e14, 16 * 8.1e11)["bound_s"]
     assert 1e3 * t == pytest.approx(18.49, rel=0.01)
 
 
@@ -148,4 +149,81 @@ def test_worked_numbers_of_the_text(reference):
     # causal prefill attention is about half the full square
     causal = reference["attention_flops"](llama7, 4096)
     assert causal / (4 * 32 * 4096 * 4096 * 4096) == pytest.approx(0.5, rel=1e-3)
-    assert reference["critical_batch"](989e12, 3.35e12, 1) == pytest.approx(147.6, rel=1e-3)
+    assert reference["ridge_in_tokens"](989e12, 3.35e12, 1) == pytest.approx(147.6, rel=1e-3)
+
+
+def _llama3_on_h100(reference):
+    """Section 10's setting, from the reference functions: Llama-3-8B, bf16, H100 SXM, 64 streams at
+    4,096 positions, an 8,192-token prompt."""
+    from course.hardware import get_accelerator
+    from course.models import get_model_config
+
+    cfg, gpu = get_model_config("llama-3-8b"), get_accelerator("H100 SXM")
+    peak, bw = gpu.peak("bf16"), gpu.bandwidth_bytes_per_s
+    n, kv = reference["streamed_params"](cfg), reference["kv_bytes_per_token"](cfg)
+
+    def dicts(tokens, attn_flops, kv_bytes):
+        return {"matmul_flops": 2 * n * tokens, "weight_bytes": 2 * n, "attn_flops": attn_flops, "kv_bytes": kv_bytes,
+                "tokens": tokens}
+
+    dec = dicts(64, 64 * reference["attention_flops"](cfg, 1, 4095), 64 * 4096 * kv)
+
+    def chunk(size, past):
+        return dicts(size, reference["attention_flops"](cfg, size, past), (past + size) * kv)
+
+    def steps(size):
+        return [reference["mixed_step"](dec, chunk(min(size, 8192 - p), p), peak, bw)["time_s"] for p in range(0, 8192, size)]
+
+    return cfg, peak, bw, n, kv, dec, chunk, steps
+
+
+def test_section_10_figures(reference):
+    """The chunk within a 25 ms TPOT target (T a multiple of 128), its TTFT beside the free-ride chunk's,
+    the weights read once against twice, and the disaggregated designs' TTFT."""
+    cfg, peak, bw, n, kv, dec, chunk, steps = _llama3_on_h100(reference)
+    free_ride = math.floor(reference["ridge_in_tokens"](peak, bw) - 64)
+    assert free_ride == 231
+    for_tpot = reference["chunk_for_tpot"](dec, lambda c: chunk(c, max(0, 8192 - c)), 0.025, peak, bw)
+    assert for_tpot == 704 and (64 + for_tpot) % 128 == 0
+    # the next tile up breaks the target; this one meets it
+    assert reference["mixed_step"](dec, chunk(704 + 128, 8192 - 832), peak, bw)["time_s"] > 0.025
+    assert max(steps(704)) == pytest.approx(0.0247, abs=5e-5) and len(steps(704)) == 12
+    assert sum(steps(704)) == pytest.approx(0.277, abs=5e-4)
+    assert sum(steps(231)) == pytest.approx(0.548, abs=5e-4) and len(steps(231)) == 36
+    assert steps(8192)[0] == pytest.approx(0.1533, abs=5e-5)
+    # a 512-token chunk: weights read once, against its own step after the decode step's
+    once = reference["mixed_step"](dec, chunk(512, 0), peak, bw)["time_s"]
+    alone = [reference["step_time"](d["matmul_flops"], d["weight_bytes"], d["attn_flops"], d["kv_bytes"], peak, bw)["time_s"]
+             for d in (dec, chunk(512, 0))]
+    assert (1e3 * once, 1e3 * sum(alone), 1e3 * alone[0]) == pytest.approx((19.1, 22.6, 14.7), abs=0.05)
+    # disaggregation: prefill 142 ms; 1.07 GB of cache, 2.4 ms at 450 GB/s, 21.5 ms at 50 GB/s
+    prefill = max(2 * n * 8192 / peak, 2 * n / bw) + max(reference["attention_flops"](cfg, 8192) / peak, 8192 * kv / bw)
+    assert prefill == pytest.approx(0.1421, abs=5e-5)
+    assert (8192 * kv / 450e9, 8192 * kv / 50e9) == pytest.approx((0.00239, 0.02147), abs=1e-5)
+    # layer by layer (Splitwise): the link keeps up, so only the last layer's transfer follows the prefill
+    per_layer_prefill, per_layer_transfer = prefill / 32, 8192 * kv / 50e9 / 32
+    assert per_layer_transfer < per_layer_prefill
+    assert prefill + per_layer_transfer == pytest.approx(0.1428, abs=5e-5)
+    # goodput at 2 requests/s: the free-ride chunk falls behind (more than a second of work a second)
+    assert 2.0 * sum(steps(231)) > 1 > 2.0 * sum(steps(704))
+    g = reference["goodput_per_gpu"]
+    assert g(2.0, sum(steps(704)), max(steps(704)), 1, 0.4, 0.025) == 2.0  # one GPU wins on loose targets
+    assert g(2.0, prefill + 8192 * kv / 50e9, alone[0], 2, 0.15, 0.025) == 0.0  # IB after the whole prefill
+    assert g(2.0, prefill + per_layer_transfer, alone[0], 2, 0.15, 0.025) == 1.0  # ... and layer by layer
+    # a 16 ms TPOT target: one GPU's chunk shrinks to 192 tokens and falls behind; the decode GPU meets it
+    tight = reference["chunk_for_tpot"](dec, lambda c: chunk(c, max(0, 8192 - c)), 0.016, peak, bw)
+    assert tight == 192 and 2.0 * sum(steps(tight)) > 1
+    assert g(2.0, prefill + 8192 * kv / 450e9, alone[0], 2, 0.4, 0.016) == 1.0
+
+
+def test_paged_cache_and_prefix_figures(reference):
+    """Section 4's engine figures: 4,100 positions in pages of 16 tokens, 90 % of an A100 80GB."""
+    from course.hardware import get_accelerator
+    from course.models import get_model_config
+
+    llama7, a100 = get_model_config("llama-2-7b"), get_accelerator("A100 80GB SXM")
+    weights, kv = 2 * reference["param_count"](llama7), reference["kv_bytes_per_token"](llama7)
+    assert math.ceil(4100 / 16) == 257
+    assert reference["max_batch"](a100.memory_bytes, weights, kv, 4100) == 33
+    assert reference["max_batch"](0.9 * a100.memory_bytes, weights, kv, 257 * 16) == 29
+    assert 7 * 2048 * kv / 2**30 == pytest.approx(7.0)

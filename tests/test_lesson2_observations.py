@@ -116,6 +116,11 @@ def test_the_named_misconceptions_are_among_the_mistakes():
     # one max over the whole step's FLOPs and bytes; the full T x T square in prefill
     assert "(matmul_flops + attn_flops) / peak_flops_per_s" in MISTAKES["step_time"]
     assert "new_tokens * (cached_tokens + new_tokens)" in MISTAKES["attention_flops"]
+    # section 10: the weights read twice (the chunk as a step of its own), the free-ride chunk for the
+    # TPOT-target one, designs judged on TTFT alone
+    assert 'alone[0][key] + alone[1][key]' in MISTAKES["mixed_step"]
+    assert "free_ride = math.floor(peak_flops_per_s / bandwidth_bytes_per_s" in MISTAKES["chunk_for_tpot"]
+    assert "tpot" not in MISTAKES["goodput_per_gpu"].split("\n", 1)[1]  # the body never reads TPOT
 
 
 @pytest.mark.parametrize("name", sorted(MORE_MISTAKES))

@@ -18,7 +18,7 @@ def matmul_cost(T, D, F, bytes_per_elem=2.0):
     nbytes = bytes_per_elem * (T * D + D * F)
     return {"flops": flops, "bytes": nbytes, "intensity": flops / nbytes}
 ''',
-    # Takes the no-overlap sum for the floor (and the max for the no-overlap time).
+    # Takes the no-overlap sum for the roofline bound (and the max for the no-overlap time).
     "roofline": '''
 def ridge_point(peak_flops_per_s, bandwidth_bytes_per_s):
     return peak_flops_per_s / bandwidth_bytes_per_s
@@ -30,8 +30,8 @@ def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
 
 def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
     c, m = flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s
-    return {"compute_s": c, "memory_s": m, "floor_s": c + m, "no_overlap_s": max(c, m),
-            "bound": "compute" if c >= m else "memory"}
+    return {"compute_s": c, "memory_s": m, "bound_s": c + m, "no_overlap_s": max(c, m),
+            "binding": "compute" if c >= m else "memory"}
 ''',
     # Forgets grouped-query attention: K and V projections sized as if n_kv_heads == n_heads.
     "param_count": '''
@@ -70,9 +70,9 @@ def step_time(matmul_flops, weight_bytes, attn_flops, kv_bytes, peak_flops_per_s
                  (weight_bytes + kv_bytes) / bandwidth_bytes_per_s)
     return {"matmul_s": matmul_s, "attention_s": attention_s, "time_s": lumped}
 ''',
-    # A multiply-add counted as one FLOP: the critical batch comes out twice too large.
-    "critical_batch": '''
-def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
+    # A multiply-add counted as one FLOP: T* comes out twice too large.
+    "ridge_in_tokens": '''
+def ridge_in_tokens(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     return peak_flops_per_s / bandwidth_bytes_per_s * bytes_per_weight
 ''',
     # Marks every point on the bandwidth slope, forgetting the flat roof.
@@ -97,10 +97,17 @@ def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
                        bandwidth_bytes_per_s) for s in (decode, chunk)]
     return {key: alone[0][key] + alone[1][key] for key in ("matmul_s", "attention_s", "time_s")}
 ''',
-    # The ridge in FLOP/byte taken for tokens, whatever the bytes per weight.
-    "chunk_budget": '''
-def chunk_budget(decode_batch, peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
-    return max(0, math.floor(peak_flops_per_s / bandwidth_bytes_per_s - decode_batch))
+    # The free-ride chunk: stops where chunk tokens stop riding free in the matmuls (T* - B, bf16),
+    # rounded to the tile, instead of the largest step within the TPOT target.
+    "chunk_for_tpot": '''
+def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
+    free_ride = math.floor(peak_flops_per_s / bandwidth_bytes_per_s - decode["tokens"])
+    return max(0, (decode["tokens"] + free_ride) // tile * tile - decode["tokens"])
+''',
+    # Judges the designs on TTFT alone, as if the decode steps' pace did not count.
+    "goodput_per_gpu": '''
+def goodput_per_gpu(arrival_rate, ttft_s, tpot_s, gpus, ttft_target_s, tpot_target_s):
+    return arrival_rate / gpus if ttft_s <= ttft_target_s else 0.0
 ''',
     # q1: attention's share of the FLOPs, not of the time.
     "quiz_answers": '''
@@ -124,8 +131,8 @@ def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
 
 def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
     c, m = flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s
-    return {"compute_s": c, "memory_s": m, "floor_s": max(c, m), "no_overlap_s": c + m,
-            "bound": "compute" if flops / nbytes > 1 else "memory"}
+    return {"compute_s": c, "memory_s": m, "bound_s": max(c, m), "no_overlap_s": c + m,
+            "binding": "compute" if flops / nbytes > 1 else "memory"}
 '''),
     # Leaves the embedding table out of N even when the output head is that table: a tied model's
     # head is read every step all the same.
@@ -170,6 +177,16 @@ def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
     ax.set_ylabel("attainable FLOP/s")
     return ax
 '''),
+    # Decode's and the chunk's attention as one kernel, one max over their FLOPs and bytes together,
+    # when the step's bound adds its kernels' bounds (section 6).
+    "attention_as_one_kernel": ("mixed_step", '''
+def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
+    matmul_s = max((decode["matmul_flops"] + chunk["matmul_flops"]) / peak_flops_per_s,
+                   decode["weight_bytes"] / bandwidth_bytes_per_s)
+    attention_s = max((decode["attn_flops"] + chunk["attn_flops"]) / peak_flops_per_s,
+                      (decode["kv_bytes"] + chunk["kv_bytes"]) / bandwidth_bytes_per_s)
+    return {"matmul_s": matmul_s, "attention_s": attention_s, "time_s": matmul_s + attention_s}
+'''),
     # A token does not attend to itself: n(n-1)/2 pairs in prefill, c positions in decode.
     "attention_without_the_diagonal": ("attention_flops", '''
 def attention_flops(cfg, new_tokens, cached_tokens=0):
@@ -206,8 +223,8 @@ def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
 def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
     times = {"compute": flops / peak_flops_per_s, "memory": nbytes / bandwidth_bytes_per_s}
     bound = "compute" if times["compute"] >= times["memory"] else "memory"
-    return {"compute_s": times["compute"], "memory_s": times["memory"], "floor_s": times[bound],
-            "no_overlap_s": sum(times.values()), "bound": bound}
+    return {"compute_s": times["compute"], "memory_s": times["memory"], "bound_s": times[bound],
+            "no_overlap_s": sum(times.values()), "binding": bound}
 ''',
     "param_count": '''
 def param_count(cfg):
@@ -265,25 +282,39 @@ def attention_flops(cfg, new_tokens, cached_tokens=0):
 def step_time(matmul_flops, weight_bytes, attn_flops, kv_bytes, peak_flops_per_s, bandwidth_bytes_per_s):
     parts = {}
     for name, flops, nbytes in (("matmul_s", matmul_flops, weight_bytes), ("attention_s", attn_flops, kv_bytes)):
-        parts[name] = roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s)["floor_s"]
+        parts[name] = roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s)["bound_s"]
     parts["time_s"] = parts["matmul_s"] + parts["attention_s"]
     return parts
 ''',
+    # Reuses step_time: the shared matmuls with decode's attention, then the chunk's attention kernel.
     "mixed_step": '''
 def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
-    total = {key: decode[key] + chunk[key] for key in ("matmul_flops", "attn_flops", "kv_bytes")}
-    return step_time(total["matmul_flops"], chunk["weight_bytes"], total["attn_flops"], total["kv_bytes"],
-                     peak_flops_per_s, bandwidth_bytes_per_s)
+    both = step_time(decode["matmul_flops"] + chunk["matmul_flops"], chunk["weight_bytes"], decode["attn_flops"],
+                     decode["kv_bytes"], peak_flops_per_s, bandwidth_bytes_per_s)
+    chunk_attention = step_time(0.0, 0.0, chunk["attn_flops"], chunk["kv_bytes"], peak_flops_per_s,
+                                bandwidth_bytes_per_s)["attention_s"]
+    return {"matmul_s": both["matmul_s"], "attention_s": both["attention_s"] + chunk_attention,
+            "time_s": both["time_s"] + chunk_attention}
 ''',
-    "chunk_budget": '''
-def chunk_budget(decode_batch, peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
-    tokens = 0  # add chunk tokens while the matmuls' FLOPs at peak still fit in the weight read
-    while 2 * (decode_batch + tokens + 1) / peak_flops_per_s <= bytes_per_weight / bandwidth_bytes_per_s:
-        tokens += 1
-    return tokens
+    # One chunk token at a time up to the largest within the target, then T rounded down to the tile.
+    "chunk_for_tpot": '''
+def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
+    largest = 0
+    while mixed_step(decode, chunk_of(largest + 1), peak_flops_per_s, bandwidth_bytes_per_s)["time_s"] <= tpot_target_s:
+        largest += 1
+    aligned = (decode["tokens"] + largest) // tile * tile
+    return aligned - decode["tokens"] if aligned > decode["tokens"] else 0
 ''',
-    "critical_batch": '''
-def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
+    "goodput_per_gpu": '''
+def goodput_per_gpu(arrival_rate, ttft_s, tpot_s, gpus, ttft_target_s, tpot_target_s):
+    met = True
+    for value, target in ((ttft_s, ttft_target_s), (tpot_s, tpot_target_s)):
+        if value > target:
+            met = False
+    return arrival_rate / gpus if met else 0
+''',
+    "ridge_in_tokens": '''
+def ridge_in_tokens(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     # Bisection on compute time minus weight-streaming time, per parameter.
     def gap(b):
         return 2 * b / peak_flops_per_s - bytes_per_weight / bandwidth_bytes_per_s
@@ -337,8 +368,8 @@ def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
 def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
     compute_s, memory_s = flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s
     at_or_past_ridge = flops / nbytes >= ridge_point(peak_flops_per_s, bandwidth_bytes_per_s)
-    return {"compute_s": compute_s, "memory_s": memory_s, "floor_s": max(compute_s, memory_s),
-            "no_overlap_s": compute_s + memory_s, "bound": "compute" if at_or_past_ridge else "memory"}
+    return {"compute_s": compute_s, "memory_s": memory_s, "bound_s": max(compute_s, memory_s),
+            "no_overlap_s": compute_s + memory_s, "binding": "compute" if at_or_past_ridge else "memory"}
 ''',
     # Per block times layers, the head counted once whether tied or not.
     "param_count": '''
@@ -393,22 +424,41 @@ def plot_roofline(ax, peak_flops_per_s, bandwidth_bytes_per_s, points):
     return ax
 ''',
     # Reuses ridge_point from exercise B.
-    "critical_batch": '''
-def critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
+    "ridge_in_tokens": '''
+def ridge_in_tokens(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     return bytes_per_weight * ridge_point(peak_flops_per_s, bandwidth_bytes_per_s) / 2
 ''',
     "mixed_step": '''
 def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
     flops = decode["matmul_flops"] + chunk["matmul_flops"]
     matmul_s = max(flops / peak_flops_per_s, decode["weight_bytes"] / bandwidth_bytes_per_s)  # one read
-    attention_s = max((decode["attn_flops"] + chunk["attn_flops"]) / peak_flops_per_s,
-                      (decode["kv_bytes"] + chunk["kv_bytes"]) / bandwidth_bytes_per_s)
+    attention_s = 0.0
+    for part in (decode, chunk):  # two attention kernels, each on its own roofline
+        attention_s += max(part["attn_flops"] / peak_flops_per_s, part["kv_bytes"] / bandwidth_bytes_per_s)
     return {"matmul_s": matmul_s, "attention_s": attention_s, "time_s": matmul_s + attention_s}
 ''',
-    # Reuses critical_batch from exercise G.
-    "chunk_budget": '''
-def chunk_budget(decode_batch, peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
-    return max(0, int(critical_batch(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight) - decode_batch))
+    # Bisection over whole tiles (the step's time grows with the chunk).
+    "chunk_for_tpot": '''
+def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
+    def fits(tiles):
+        chunk = tiles * tile - decode["tokens"]
+        return chunk > 0 and mixed_step(decode, chunk_of(chunk), peak_flops_per_s,
+                                        bandwidth_bytes_per_s)["time_s"] <= tpot_target_s
+    first = decode["tokens"] // tile + 1
+    if not fits(first):
+        return 0
+    lo, hi = first, 2 * first
+    while fits(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo * tile - decode["tokens"]
+''',
+    # Both targets met as a product of booleans.
+    "goodput_per_gpu": '''
+def goodput_per_gpu(arrival_rate, ttft_s, tpot_s, gpus, ttft_target_s, tpot_target_s):
+    return arrival_rate * (ttft_s <= ttft_target_s) * (tpot_s <= tpot_target_s) / gpus
 ''',
     "quiz_answers": '''
 q1 = " B"
