@@ -29,7 +29,8 @@ def _imports() -> str:
 
 
 def grade(overrides: dict[str, str]) -> dict[str, str | None]:
-    """{graded cell: None when it passes, else the first line of its error}."""
+    """{graded cell: None when it passes, else its error's text (numbers first, then the check's label
+    and, for a mistimed clock, the likely cause)}."""
     ns: dict = {}
     exec(_imports(), ns)
     results = {}
@@ -42,7 +43,7 @@ def grade(overrides: dict[str, str]) -> dict[str, str | None]:
                 exec(cell.source, ns)
                 results[meta["grade_id"]] = None
             except Exception as err:  # noqa: BLE001 - we report what failed
-                results[meta["grade_id"]] = f"{type(err).__name__}: {err}".splitlines()[0]
+                results[meta["grade_id"]] = f"{type(err).__name__}: {err}"
     return results
 
 
