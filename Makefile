@@ -86,9 +86,11 @@ gpu-check: $(if $(filter command line,$(origin PY)),,$(STAMP))
 STUDENT_VENV := .venv-student
 TORCH ?= cpu
 STUDENT_REQ := $(if $(filter gpu,$(TORCH)),requirements-pins.txt,requirements.txt)
-# The Lab's own switches: nbgrader's instructor server extensions off on the command line, its lab
-# plugins off in utils/student-lab/labconfig/page_config.json (a config directory added in front of
-# the usual ones; nothing installed is removed). The Validate button stays.
+# The Lab's own switches: nbgrader's instructor server extensions off on the command line; from
+# utils/student-lab (a config directory added in front of the usual ones; nothing installed is
+# removed), its lab plugins off (labconfig/page_config.json) and kernels on Unix sockets in a private
+# folder (jupyter_config.py, nbgrader_config.py, jupyter_nbconvert_config.py: the class server copies
+# the same files). The Validate button stays.
 STUDENT_LAB_FLAGS := --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False \
 	--ServerApp.jpserver_extensions=nbgrader.server_extensions.assignment_list=False \
 	--ServerApp.jpserver_extensions=nbgrader.server_extensions.course_list=False
