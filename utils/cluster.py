@@ -330,7 +330,7 @@ class Cluster:
         try, so a task waits here until a thread can run it."""
         from distributed import wait
 
-        from utils.coursedir import ToolError
+        from utils.coursedir import ToolError, escaped, shown
 
         todo, futures, pending, total, failed, seen = list(p.to_grade), {}, set(), len(p.to_grade), 0, {}
         start = last = time.monotonic()
@@ -359,7 +359,8 @@ class Cluster:
                     raise
                 failed += p.outcomes[s].status == "zero"
                 done = total - len(pending) - len(todo)
-                self.say(f"  [{done}/{total} done, {len(pending)} running, {failed} failed] {p.lesson} {s}: {what}")
+                self.say(f"  [{done}/{total} done, {len(pending)} running, {failed} failed] {p.lesson} {shown(s)}: "
+                         f"{escaped(what)}")
                 last = time.monotonic()
             if (pending or todo) and time.monotonic() - last >= STATUS_EVERY:
                 on = "; ".join(f"{s} on {w}" for s, w in running) or "none (waiting for a worker)"
