@@ -945,6 +945,10 @@ class SandboxKernelManager(_SandboxLifecycle):
     def _client_class_default(self):
         return "utils.sandbox.SandboxKernelClient"
 
+    @default("client_factory")
+    def _client_factory_default(self):
+        return SandboxKernelClient
+
     _workdir: str | None = None
     _inside_ip: str | None = None
     _uid: int = -1
