@@ -89,6 +89,19 @@ def test_the_kernels_course_messages_become_the_graders_sentences():
     assert name == "CheckFailed" and line == COURSE_MESSAGES[0][1] and HIDDEN not in line
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", ["01_two_phases", "02_arithmetic_intensity", "03_timing_prefill_decode"])
+def test_every_lessons_graded_notebooks_hold_only_the_graders_fields(lesson):
+    """The session's one grading of each lesson (tests/grading_runs.py): in every graded notebook
+    (reference, release, samples) execution counts are the grader's, no metadata of the kernel's
+    is left and no hidden-test line is anywhere but in a cell's source."""
+    from grading_runs import graded
+
+    run = graded(lesson)
+    assert run.kernel_fields, f"{lesson}: nothing graded"
+    assert {s: p for s, p in run.kernel_fields.items() if p} == {}
+
+
 # --- 2. the grader's own process bounded --------------------------------------------------------
 
 def _executor(**traits):
