@@ -673,9 +673,11 @@ class SandboxSettings(LoggingConfigurable):
                                 "cpu.max, or cpu.cfs_quota_us in v1, where the grader may create one; "
                                 "always also a cpuset of the grading worker's cores); 0: as many CPUs "
                                 "as the worker's cores").tag(config=True)
-    max_message_mb = Integer(16, help="Largest frame of a message the grader reads from a kernel, in "
-                                      "MiB (ZeroMQ's MAXMSGSIZE: a larger one drops the connection "
-                                      "before it is read); 0: no limit").tag(config=True)
+    max_message_mb = Integer(128, help="Largest frame of a message the grader reads from a kernel, in "
+                                       "MiB (ZeroMQ's MAXMSGSIZE: a larger one drops the connection "
+                                       "before it is read, and the kernel's later cells time out); far "
+                                       "above a fair output (a 20 MB print is graded, then cut); 0: no "
+                                       "limit").tag(config=True)
 
 
 def _new_rundir() -> str:
