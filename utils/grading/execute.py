@@ -98,7 +98,8 @@ class SafeExecute(Execute):
         if msg_type == "status" and not isinstance(content.get("execution_state"), str):
             return None
         content.pop("transient", None)
-        content.pop("execution_count", None)   # the grader numbers the cells (KernelFields)
+        if "execution_count" in content:   # the grader numbers the cells (KernelFields): 0 is "it ran"
+            content["execution_count"] = 0
         if msg_type in self.OUTPUTS:
             size = _size(content)
             if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived:
