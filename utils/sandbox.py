@@ -44,9 +44,15 @@ what does not hold here):
   - processes and threads per kernel: `pids.max` in the same cgroup (v2) or a v1 pids cgroup; and
     always RLIMIT_NPROC, which holds as root too since the kernel never runs as uid 0.
 
-Not guaranteed: CPU time (nbgrader's cell timeout ends a cell, not a busy child process until the
-kernel ends), memory of kernels graded without a cgroup (see above), the content of files the
-grader itself writes from the kernel's messages (the graded notebook).
+  - CPU per kernel: a cpuset of the grading worker's cores and a quota of as many CPUs
+    (`cpu_limit` to set fewer: `cpu.max` in v2, `cpu.cfs_quota_us` in v1) where the grader may
+    create them; elsewhere only the affinity, which the kernel can undo (said before grading).
+
+The grader never follows a path the kernel controls: each socket of the kernel is opened with
+O_NOFOLLOW from the sandbox's root and reached through /proc/self/fd (`open_kernel_socket`), and
+a message frame over `max_message_mb` is refused before it is read.
+
+Not guaranteed: memory of kernels graded without a cgroup (see above), CPU without one.
 
 Before the first kernel of a process, `trial_start` starts one sandbox exactly as a kernel's with a
 trivial program: where bubblewrap runs but that fails (a layout of the interpreter the mounts get
