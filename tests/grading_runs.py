@@ -90,6 +90,7 @@ class LessonRun:
     verdicts: dict[str, dict[str, tuple[bool, str] | None]]   # student -> grade_id -> (passed, line)
     reference: object                                         # utils.grading.reference.Reference
     aliases: dict[str, str] = field(default_factory=dict)
+    kernel_fields: dict[str, list[str]] = field(default_factory=dict)   # student -> what the kernel set
 
     def _name(self, student: str) -> str:
         return self.aliases.get(student, student)
@@ -147,18 +148,60 @@ def _grade(lesson: str) -> LessonRun:
     scratch = check.scratch
     try:
         nb_name = source_notebook(REPO, lesson).name
-        verdicts = {}
+        verdicts, kernel_fields = {}, {}
+        hidden = hidden_lines(source_notebook(REPO, lesson))
         for student in (REFERENCE, RELEASE, *extra):
             path = scratch / "autograded" / student / lesson / nb_name
             if path.is_file():
-                verdicts[student] = read_verdicts(nbformat.read(str(path), as_version=4))
+                nb = nbformat.read(str(path), as_version=4)
+                verdicts[student] = read_verdicts(nb)
+                kernel_fields[student] = kernel_set_fields(nb, hidden)
         try:
             reference = reference_for(source_notebook(scratch, lesson), scratch / ".grading-cache")
         except ReferenceRefused:      # check.problems says why
             reference = None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})))
+    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})), kernel_fields)
+
+
+def hidden_lines(source: Path) -> list[str]:
+    """The lines of the hidden tests of a source notebook (those long enough to mean something)."""
+    found, inside = [], False
+    for cell in nbformat.read(str(source), as_version=4).cells:
+        for line in cell.source.splitlines() if cell.cell_type == "code" else []:
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) > 12:
+                found.append(line.strip())
+    return found
+
+
+def kernel_set_fields(nb, hidden: list[str]) -> list[str]:
+    """What of a graded notebook is not the grader's own: execution counts other than its count of
+    the cells that ran, cell metadata beyond nbgrader's, output metadata or transient fields, and
+    any hidden-test line anywhere but in a cell's source."""
+    problems, count = [], 0
+    for i, cell in enumerate(nb.cells):
+        extra = set(cell.get("metadata", {})) - {"nbgrader", "tags", "editable", "deletable"}
+        if extra:
+            problems.append(f"cell {i}: metadata {sorted(extra)}")
+        if cell.cell_type != "code":
+            continue
+        if cell.get("execution_count") is not None:
+            count += 1
+            if cell.execution_count != count:
+                problems.append(f"cell {i}: execution_count {cell.execution_count}")
+        for out in cell.get("outputs", []):
+            if out.get("metadata") or "transient" in out:
+                problems.append(f"cell {i}: output metadata or transient")
+    import json
+
+    text = json.dumps({"metadata": nb.metadata, "cells": [{k: v for k, v in c.items() if k != "source"} for c in nb.cells]})
+    problems += [f"hidden test line in a field of the kernel's: {line!r}" for line in hidden if line in text]
+    return problems
 
 
 def judged_in_one_kernel(lesson: str, submissions: dict[str, dict[str, str]], reference,

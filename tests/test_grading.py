@@ -198,12 +198,14 @@ def test_a_fake_score_or_message_earns_nothing(outputs):
     assert determine_grade(cell) == (0, 2)
 
 
-def test_an_error_in_the_cell_fails_it_with_that_error_in_one_line():
+def test_an_error_in_the_cell_fails_it_with_the_graders_sentence_for_that_error_in_one_line():
+    from utils.grading.verdicts import NOT_WRITTEN
+
     err = from_dict({"output_type": "error", "ename": "NotImplementedError", "evalue": "not yet\nsecond line",
                      "traceback": ["long", "traceback"]})
     cell = _verdict([*shown_as(obs("f(1)", 1.0), obs("f(2)", 4.0)), err])
     assert [(o.ename, o.evalue, o.traceback) for o in cell.outputs] == [
-        ("NotImplementedError", "not yet", ["NotImplementedError: not yet"])]
+        ("NotImplementedError", NOT_WRITTEN, [f"NotImplementedError: {NOT_WRITTEN}"])]
     assert determine_grade(cell) == (0, 2)
 
 

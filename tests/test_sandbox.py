@@ -845,3 +845,152 @@ def test_the_mounts_are_one_ordered_list_with_a_reason_each(tmp_path):
     shown = [args[-2] for args, _ in layout if args[0] == "--ro-bind"]
     assert not [s for s in shown if s in ("/", "/usr", "/home", "/srv", "/var", "/opt", "/usr/local", str(REPO))]
     assert str(REPO / "course") in shown
+
+
+# --- the grader's side: sockets the kernel controls, CPU a kernel cannot take ------------------------
+
+PLANT_LINKS = """
+import json, os
+info = json.load(open('/run/kernel/kernel.json'))
+for name in ('shell', 'iopub', 'control', 'stdin', 'hb'):
+    path = f"{info['ip']}-{info[name + '_port']}"
+    os.rename(path, path + '.moved')
+    os.symlink(%r, path)
+print('planted')
+"""
+
+
+def test_a_link_swapped_in_for_a_kernel_socket_never_makes_the_grader_connect_elsewhere(tmp_path):
+    """The kernel replaces every socket file in its folder by a link to a socket of the grader's
+    machine; a client that connects afterwards (as after a reconnect) refuses the links and reaches
+    nothing of the machine."""
+    from utils.sandbox import SandboxKernelManager, SocketRefused
+
+    host = socket.socket(socket.AF_UNIX)
+    host.bind(str(tmp_path / "machine.sock"))
+    host.listen(8)
+    host.settimeout(0.5)
+
+    async def run():
+        km = SandboxKernelManager()
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        out = []
+        try:
+            await kc.wait_for_ready(timeout=60)
+            await kc.execute_interactive(PLANT_LINKS % str(tmp_path / "machine.sock"), timeout=60, output_hook=lambda m: out.append(
+                m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+            refused = None
+            try:
+                km.client().start_channels()
+            except SocketRefused as err:
+                refused = str(err)
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+        return "".join(out), refused
+
+    said, refused = run_async(run)
+    assert "planted" in said
+    assert refused and "a link" in refused
+    try:
+        host.accept()
+        reached = True
+    except OSError:
+        reached = False
+    host.close()
+    assert not reached
+
+
+HOG = """
+import os, multiprocessing
+os.sched_setaffinity(0, range(os.cpu_count()))   # undo the affinity the grader asked for
+open('/tmp/burn', 'w').close()
+def burn():
+    os.setsid()   # a session of its own: the scheduler's autogroups would share the CPU by session
+    os.sched_setaffinity(0, range(os.cpu_count()))
+    while os.path.exists('/tmp/burn'):
+        pass
+for _ in range(8 * os.cpu_count()):
+    multiprocessing.Process(target=burn, daemon=True).start()
+print('burning')
+"""
+FAIR = """
+import os, multiprocessing
+open('/tmp/burn', 'w').close()
+def burn():
+    while os.path.exists('/tmp/burn'):
+        pass
+multiprocessing.Process(target=burn, daemon=True).start()
+"""
+STOP = "import os, time\nos.remove('/tmp/burn')\ntime.sleep(0.3)"
+WORK = "import time\nt = time.perf_counter()\nx = 0\nfor i in range(3_000_000):\n    x += i * i\nprint(time.perf_counter() - t)"
+
+
+def _cpu_cgroups_here() -> bool:
+    from utils.sandbox import kernel_cgroups, remove_cgroup
+
+    groups, applied = kernel_cgroups(0, 0, {0}, 1.0)
+    for g in groups:
+        remove_cgroup(g)
+    return any(a.startswith(("cpu.max", "cpu.cfs")) for a in applied) and any(a.startswith("cpuset") for a in applied)
+
+
+@pytest.mark.skipif(not _cpu_cgroups_here() or len(os.sched_getaffinity(0)) < 2,
+                    reason="no cpu and cpuset cgroup can be made here, or a single core")
+def test_a_kernel_that_takes_every_core_leaves_its_neighbours_time_unchanged(tmp_path):
+    """Two kernels on the cores of two grading workers: the neighbour times a fixed loop while the
+    other kernel keeps its own core busy as a fair submission does, and while it re-sets its affinity
+    to every core and starts busy processes, each in a session of its own, on all of them (without
+    cgroups the neighbour's loop took 6.8 times as long, 2 cores). Its cgroups hold it to its own
+    cores: the neighbour's time stays within 20 % of its time beside the fair kernel where nothing
+    else loads the machine (0.84x, 1.01x and 1.28x in three runs on a 2-core machine shared with
+    other work, whose load moves by that much between rounds; hence the test's bound of 1.5, far
+    below 6.8). (Beside an idle core instead, the machine's other processes crowd the neighbour's
+    core: not the kernel's doing.)"""
+    from utils.sandbox import SandboxKernelManager
+
+    cores = sorted(os.sched_getaffinity(0))
+    half = len(cores) // 2
+
+    async def start(cpus):
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, cpus)   # as a grading worker on its own cores starts its kernels
+        try:
+            km = SandboxKernelManager(process_limit=256)
+            await km.start_kernel(cwd=str(tmp_path))
+        finally:
+            os.sched_setaffinity(0, before)
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        return km, kc
+
+    async def timed(kc) -> float:
+        out = []
+        await kc.execute_interactive(WORK, timeout=120, output_hook=lambda m: out.append(
+            m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        return float("".join(out).split()[-1])
+
+    async def run():
+        neighbour, nkc = await start(set(cores[half:]))
+        hog, hkc = await start(set(cores[:half]))
+        try:
+            fair, beside = [], []
+            for _ in range(3):   # in turn, so that the machine's other load weighs on both alike
+                for code, times in ((FAIR, fair), (HOG, beside)):
+                    await hkc.execute_interactive(code, timeout=60)
+                    await asyncio.sleep(0.5)
+                    times.append(await timed(nkc))
+                    await hkc.execute_interactive(STOP, timeout=60)
+            return sorted(fair)[1], sorted(beside)[1], list(hog.limits_applied)
+        finally:
+            for kc, km in ((nkc, neighbour), (hkc, hog)):
+                kc.stop_channels()
+                await km.shutdown_kernel(now=True)
+
+    fair, beside, limits = run_async(run)
+    print(f"neighbour's loop: {fair:.3f} s beside a fair kernel busy on its own core, {beside:.3f} s beside "
+          f"a kernel taking every core ({beside / fair:.2f}x); the other kernel's limits: {limits}")
+    assert beside <= 1.5 * fair, (fair, beside, limits)

@@ -741,7 +741,7 @@ class Cluster:
         WORKER_WAIT s, or a scheduler lost, stops it in one line (ToolError)."""
         from distributed import wait
 
-        from utils.coursedir import ToolError
+        from utils.coursedir import ToolError, escaped, shown
 
         todo, futures, pending, failed, seen = list(todo), {}, set(), 0, {}
         total = len(todo)
@@ -787,10 +787,11 @@ class Cluster:
                 failed += p.outcomes[s].status == "zero"
                 done = total - len(pending) - len(todo)
                 self.progress = (done, total)
-                self.say(f"  [{done}/{total} done, {len(pending)} running, {failed} failed] {p.lesson} {s}: {what}")
+                self.say(f"  [{done}/{total} done, {len(pending)} running, {failed} failed] {p.lesson} {shown(s)}: "
+                         f"{escaped(what)}")
                 last = time.monotonic()
             if (pending or todo) and time.monotonic() - last >= STATUS_EVERY:
-                on = "; ".join(f"{s} on {w}" for s, w in running) or "none (waiting for a worker)"
+                on = "; ".join(f"{shown(s)} on {w}" for s, w in running) or "none (waiting for a worker)"
                 self.say(f"  [{total - len(pending) - len(todo)}/{total} done after {time.monotonic() - start:.0f} s, "
                          f"{len(todo)} waiting] "
                          f"running: {on}" + (f"; dashboard: {self.dashboard}" if self.dashboard else ""))
@@ -802,7 +803,7 @@ class Cluster:
         error stops the grade (ToolError)."""
         from distributed.scheduler import KilledWorker
 
-        from utils.coursedir import ToolError
+        from utils.coursedir import ToolError, shown
         from utils.grade import _zero
 
         if f.status == "finished":
@@ -823,7 +824,7 @@ class Cluster:
             return "FAILED: it killed its workers"
         if f.status == "cancelled" or not self.connected():   # the client cancels every task when it loses the scheduler
             raise self.lost(p.lesson, err, *self.progress)
-        raise ToolError(f"{p.lesson} {student}: grading on the cluster stopped: "
+        raise ToolError(f"{p.lesson} {shown(student)}: grading on the cluster stopped: "
                         f"{err if err is not None else f'the task was {f.status} (the scheduler went away?)'}. "
                         f"The submissions recorded so far are kept; grade again for the rest.")
 

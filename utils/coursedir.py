@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,27 +76,79 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
     plugins are found through COURSE_TOOLS (nbgrader_env)."""
     env = nbgrader_env(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    with tempfile.TemporaryFile(mode="w+") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        if cpus:
-            try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
-                os.sched_setaffinity(proc.pid, cpus)
-            except (AttributeError, OSError):
-                pass
-        killed = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            killed = True
-            kill_tree(proc.pid)
-            proc.wait()
-        kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
-        out.seek(0)
-        run = NbgraderRun(proc.returncode, out.read(), killed)
+    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    if cpus:
+        try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
+            os.sched_setaffinity(proc.pid, cpus)
+        except (AttributeError, OSError):
+            pass
+    log = BoundedLog()
+    reader = threading.Thread(target=log.read_all, args=(proc.stdout,), daemon=True)
+    reader.start()
+    killed = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        killed = True
+        kill_tree(proc.pid)
+        proc.wait()
+    kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
+    reader.join(timeout=10)
+    run = NbgraderRun(proc.returncode, log.text(), killed)
     if check and run.rc != 0:
         raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{run.log[-3000:]}")
     return run
+
+
+_PLAIN_NAME = re.compile(r"[\w.@+-]{1,120}")
+
+
+def shown(name) -> str:
+    """A file or student name as printed: as it is when it is plain (letters, digits, _ . @ + -),
+    else quoted with every control, format or line-breaking character escaped (repr), so that a
+    name can never start a line of its own or pass for another line of a report."""
+    name = str(name)
+    return name if _PLAIN_NAME.fullmatch(name) else repr(name)
+
+
+def escaped(text) -> str:
+    """`text` with every character that is not printable (newlines, carriage returns, escape
+    sequences, direction overrides) written as its escape: one line, as it was received."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+class BoundedLog:
+    """What a tool printed, bounded as it is read: its first `head` and last `tail` bytes, with the
+    number cut between them (a grading process prints what a student's kernel makes it print; it
+    never fills the disk or the instructor's process, and is never read whole)."""
+
+    def __init__(self, head: int = 256 << 10, tail: int = 768 << 10):
+        self.head_limit, self.tail_limit = head, tail
+        self.head, self.tail, self.cut = bytearray(), bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.tail_limit:
+            self.cut += len(self.tail) - self.tail_limit
+            del self.tail[:len(self.tail) - self.tail_limit]
+
+    def read_all(self, pipe) -> None:
+        with pipe:
+            for chunk in iter(lambda: pipe.read1(1 << 16), b""):
+                self.add(chunk)
+
+    def text(self) -> str:
+        tail = self.tail
+        if len(tail) > self.tail_limit:
+            self.cut += len(tail) - self.tail_limit
+            tail = tail[len(tail) - self.tail_limit:]
+        middle = f"\n[... {self.cut} bytes of output cut ...]\n".encode() if self.cut else b""
+        return (bytes(self.head) + middle + bytes(tail)).decode(errors="replace")
 
 
 def kill_tree(pid: int, children_only: bool = False) -> None:
@@ -244,14 +298,15 @@ def score_table(rows: list[CellScore]) -> str:
     if not rows:
         return "(no graded submissions)"
     students = sorted({r.student for r in rows})
+    names = {st: shown(st) for st in students}
     by_key = {(r.lesson, r.cell, r.student): r for r in rows}
     cells: list[tuple[str, str]] = []
     for r in rows:
         if (r.lesson, r.cell) not in cells:
             cells.append((r.lesson, r.cell))
     width = max(len(f"{l}/{c}") for l, c in cells) + 2
-    col = max(12, *(len(s) + 2 for s in students))
-    lines = ["cell".ljust(width) + "".join(s.rjust(col) for s in students)]
+    col = max(12, *(len(names[s]) + 2 for s in students))
+    lines = ["cell".ljust(width) + "".join(names[s].rjust(col) for s in students)]
     for lesson in dict.fromkeys(l for l, _ in cells):
         for l, c in (x for x in cells if x[0] == lesson):
             entries = []

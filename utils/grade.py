@@ -41,8 +41,8 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import (REPO, ToolError, lessons, log_tail, nbgrader, nbgrader_meta, read_scores_url,
-                             resolve_lessons, score_table, source_notebook)
+from utils.coursedir import (REPO, ToolError, escaped, lessons, log_tail, nbgrader, nbgrader_meta, read_scores_url,
+                             resolve_lessons, score_table, shown, source_notebook)
 from utils.grading.well_formed import well_formed
 
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
@@ -121,11 +121,13 @@ class Outcome:
 
     def line(self) -> str:
         score = f"{self.score:g}/{self.max_score:g}" if self.score is not None and self.max_score else "-"
-        text = f"{self.lesson}  {self.student}: {score}"
+        # every name quoted and every character that could break a line escaped: a student or a
+        # file named with a newline must not forge a line of the report
+        text = f"{shown(self.lesson)}  {shown(self.student)}: {score}"
         if self.status == "zero":
-            text += f"  ZERO: {self.reason}"
+            text += f"  ZERO: {escaped(self.reason)}"
         for note in self.notes:
-            text += f"\n    - {note}"
+            text += f"\n    - {escaped(note)}"
         return text
 
 
@@ -156,24 +158,24 @@ def _find_notebook(out: Outcome, folder: Path, nb_name: str, known, refused: dic
     """The notebook to grade in a submission folder, or None (and `out` says why)."""
     others = sorted(p.name for p in folder.glob("*.ipynb") if p.name != nb_name and p.name not in refused)
     if nb_name in refused:
-        _zero(out, f"{nb_name} is {refused[nb_name]}; only regular files are graded (submit the notebook itself)")
+        _zero(out, f"{shown(nb_name)} is {refused[nb_name]}; only regular files are graded (submit the notebook itself)")
         return None
     if refused:
-        out.notes.append("refused (not copied for grading): " + ", ".join(f"{k} ({v})" for k, v in refused.items()))
+        out.notes.append("refused (not copied for grading): " + ", ".join(f"{shown(k)} ({v})" for k, v in refused.items()))
     if (folder / nb_name).exists():
         if others:
-            out.notes.append(f"other notebooks ignored: {', '.join(others)}")
+            out.notes.append(f"other notebooks ignored: {', '.join(map(shown, others))}")
         return folder / nb_name
     for other in others:
         for name, (other_nb, _) in known.items():
             if name != out.lesson and other == other_nb:
-                _zero(out, f"submitted {other}, the notebook of lesson {name}, instead of {nb_name}")
+                _zero(out, f"submitted {shown(other)}, the notebook of lesson {name}, instead of {nb_name}")
                 return None
     if len(others) == 1:
         out.file = others[0]
-        out.notes.append(f"graded {others[0]}, the only notebook in the folder, as {nb_name}")
+        out.notes.append(f"graded {shown(others[0])}, the only notebook in the folder, as {nb_name}")
         return folder / others[0]
-    found = ", ".join(sorted(p.name for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
+    found = ", ".join(sorted(shown(p.name) for p in folder.iterdir() if p.name != "timestamp.txt")) or "nothing"
     _zero(out, f"no {nb_name} in the submission (found: {found})")
     return None
 
@@ -192,14 +194,14 @@ def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
         nb = well_formed(nbformat.read(str(path), as_version=4))   # any type in any field: typed
     except Exception as err:  # noqa: BLE001 - any unreadable file is reported the same way
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return _zero(out, f"{path.name} is not a readable notebook ({first[:160]})")
+        return _zero(out, f"{shown(path.name)} is not a readable notebook ({escaped(first[:160])})")
     sub_ids = set(_ids(nb))
     if not sub_ids & ids:
         for name, (other_nb, other_ids) in known.items():
             if name != lesson and other_ids and sub_ids & other_ids:
-                return _zero(out, f"{path.name} holds the notebook of lesson {name} ({other_nb}), not of {lesson}")
+                return _zero(out, f"{shown(path.name)} holds the notebook of lesson {name} ({other_nb}), not of {lesson}")
         if out.file:
-            return _zero(out, f"no {nb_name} in the submission; {out.file} holds none of its graded cells")
+            return _zero(out, f"no {nb_name} in the submission; {shown(out.file)} holds none of its graded cells")
     release = Path(root) / "release" / lesson / nb_name
     release_nb = nbformat.read(str(release), as_version=4) if release.exists() else None
     out.notes += _repairs(release_nb, nb)
@@ -661,9 +663,9 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
 def grade(root: Path = REPO, names: list[str] | None = None, **options) -> tuple[str, list[str]]:
     """Grade; return (score table, list of problems naming lesson and student)."""
     run = grade_lessons(root, names, **options)
-    problems = [f"{o.lesson}: submission of {o.student!r} scored 0: {o.reason}"
+    problems = [f"{o.lesson}: submission of {shown(o.student)} scored 0: {escaped(o.reason)}"
                 for o in run.outcomes if o.status == "zero"]
-    problems += [f"{o.lesson}: {o.student}: {n}" for o in run.outcomes for n in o.notes
+    problems += [f"{o.lesson}: {shown(o.student)}: {escaped(n)}" for o in run.outcomes for n in o.notes
                  if n.startswith("WARNING")]
     problems += run.failures
     if run.logs:

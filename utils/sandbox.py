@@ -44,9 +44,15 @@ what does not hold here):
   - processes and threads per kernel: `pids.max` in the same cgroup (v2) or a v1 pids cgroup; and
     always RLIMIT_NPROC, which holds as root too since the kernel never runs as uid 0.
 
-Not guaranteed: CPU time (nbgrader's cell timeout ends a cell, not a busy child process until the
-kernel ends), memory of kernels graded without a cgroup (see above), the content of files the
-grader itself writes from the kernel's messages (the graded notebook).
+  - CPU per kernel: a cpuset of the grading worker's cores and a quota of as many CPUs
+    (`cpu_limit` to set fewer: `cpu.max` in v2, `cpu.cfs_quota_us` in v1) where the grader may
+    create them; elsewhere only the affinity, which the kernel can undo (said before grading).
+
+The grader never follows a path the kernel controls: each socket of the kernel is opened with
+O_NOFOLLOW from the sandbox's root and reached through /proc/self/fd (`open_kernel_socket`), and
+a message frame over `max_message_mb` is refused before it is read.
+
+Not guaranteed: memory of kernels graded without a cgroup (see above), CPU without one.
 
 Before the first kernel of a process, `trial_start` starts one sandbox exactly as a kernel's with a
 trivial program: where bubblewrap runs but that fails (a layout of the interpreter the mounts get
@@ -73,6 +79,7 @@ import secrets
 import shutil
 import signal
 import site
+import stat
 import subprocess
 import sys
 import tempfile
@@ -80,8 +87,9 @@ import threading
 import time
 from pathlib import Path
 
+from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, CaselessStrEnum, Integer, List, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Integer, List, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -180,24 +188,40 @@ def _new_group(parent: Path, settings: dict[str, str]) -> Path | None:
         return None
 
 
-def kernel_cgroups(processes: int, memory: int) -> tuple[list[Path], list[str]]:
-    """New cgroups for one kernel (v2: one group; v1: a pids and a memory group), with `processes`
-    as pids.max and `memory` bytes as the memory limit (0: that limit is not wanted), and the limits
-    that took effect, in words. ([], []) where the grader may not create cgroups."""
+PERIOD_US = 100_000
+
+
+def _cpu_list(cpus) -> str:
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+def kernel_cgroups(processes: int, memory: int, cpus=None, cores: float = 0.0) -> tuple[list[Path], list[str]]:
+    """New cgroups for one kernel (v2: one group; v1: a pids, a memory, a cpu and a cpuset group),
+    with `processes` as pids.max, `memory` bytes as the memory limit, the CPUs `cpus` as its cpuset
+    and `cores` CPUs' worth of time per period as its quota (cpu.max, or cpu.cfs_quota_us in v1)
+    (0 or None: that limit is not wanted), and the limits that took effect, in words. ([], [])
+    where the grader may not create cgroups. The kernel cannot undo any of them: it holds no
+    capability, sees no cgroup file system and is in a cgroup namespace of its own."""
     own = _own_cgroups()
     groups: list[Path] = []
     applied: list[str] = []
+    quota = int(cores * PERIOD_US) if cores and cores > 0 else 0
     if "" in own and (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():   # v2
         parent = Path("/sys/fs/cgroup") / own[""]
-        try:   # controllers for the children (refused where the parent holds processes: then as given)
-            (parent / "cgroup.subtree_control").write_text("+pids +memory")
-        except OSError:
-            pass
+        for controller in ("+pids", "+memory", "+cpu", "+cpuset"):
+            try:   # controllers for the children (refused where the parent holds processes: then as given)
+                (parent / "cgroup.subtree_control").write_text(controller)
+            except OSError:
+                pass
         settings = {}
         if processes > 0:
             settings["pids.max"] = str(processes)
         if memory > 0:
             settings.update({"memory.max": str(memory), "memory.swap.max": "0"})
+        if quota:
+            settings["cpu.max"] = f"{quota} {PERIOD_US}"
+        if cpus:
+            settings["cpuset.cpus"] = _cpu_list(cpus)
         group = _new_group(parent, settings)
         if group is not None:
             groups.append(group)
@@ -206,6 +230,10 @@ def kernel_cgroups(processes: int, memory: int) -> tuple[list[Path], list[str]]:
             if memory > 0 and (group / "memory.max").exists():
                 applied.append(f"memory.max {memory >> 20} MiB (cgroup v2"
                                f"{', swap 0' if (group / 'memory.swap.max').exists() else ''})")
+            if quota and (group / "cpu.max").exists():
+                applied.append(f"cpu.max {cores:g} CPU(s) (cgroup v2)")
+            if cpus and (group / "cpuset.cpus").exists():
+                applied.append(f"cpuset CPUs {_cpu_list(cpus)} (cgroup v2)")
             if not applied:   # the controllers are not enabled for the grader's children
                 remove_cgroup(group)
                 groups = []
@@ -230,6 +258,24 @@ def kernel_cgroups(processes: int, memory: int) -> tuple[list[Path], list[str]]:
                 groups.append(group)
                 applied.append(f"memory.limit_in_bytes {memory >> 20} MiB (cgroup v1{swap})")
                 break
+    if quota:
+        for parent in (v1 / "cpu" / own.get("cpu", own.get("cpu,cpuacct", "")), v1 / "cpu"):
+            group = _new_group(parent, {"cpu.cfs_period_us": str(PERIOD_US), "cpu.cfs_quota_us": str(quota)})
+            if group is not None:
+                groups.append(group)
+                applied.append(f"cpu.cfs_quota_us {cores:g} CPU(s) (cgroup v1)")
+                break
+    if cpus:
+        for parent in (v1 / "cpuset" / own.get("cpuset", ""), v1 / "cpuset"):
+            try:
+                mems = (parent / "cpuset.mems").read_text().strip()
+            except OSError:
+                continue
+            group = _new_group(parent, {"cpuset.cpus": _cpu_list(cpus), "cpuset.mems": mems})
+            if group is not None:
+                groups.append(group)
+                applied.append(f"cpuset CPUs {_cpu_list(cpus)} (cgroup v1)")
+                break
     return groups, applied
 
 
@@ -245,13 +291,17 @@ def pids_cgroup(limit: int) -> Path | None:
 
 def limits_not_enforced() -> str | None:
     """One line saying which kernel limit cannot hold here, or None (said before grading starts)."""
-    groups, applied = kernel_cgroups(1024, 64 << 20)
+    groups, applied = kernel_cgroups(1024, 64 << 20, kernel_cpu_set(), 1.0)
     for group in groups:
         remove_cgroup(group)
-    if any(a.startswith("memory") for a in applied):
-        return None
-    return ("sandbox: no memory cgroup can be made here, so a kernel's total memory is not limited: "
-            "each of its processes is (RLIMIT_DATA), and their number (RLIMIT_NPROC)")
+    lines = []
+    if not any(a.startswith("memory") for a in applied):
+        lines.append("sandbox: no memory cgroup can be made here, so a kernel's total memory is not limited: "
+                     "each of its processes is (RLIMIT_DATA), and their number (RLIMIT_NPROC)")
+    if not any(a.startswith(("cpu.max", "cpu.cfs", "cpuset")) for a in applied):
+        lines.append("sandbox: no cpu or cpuset cgroup can be made here, so a kernel's CPU time is not limited: "
+                     "it is only asked to stay on its worker's cores (affinity), which it can undo")
+    return "\n".join(lines) or None
 
 
 def remove_cgroup(group: Path | None) -> None:
@@ -542,6 +592,14 @@ def kernel_uid() -> int:
     return 0x100000 + secrets.randbelow(0x10000) if os.geteuid() == 0 else -1
 
 
+def kernel_cpu_set() -> set[int]:
+    """The CPUs this process (a grading worker, on its own cores) and so its kernels may run on."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
+
+
 def kernel_cpus() -> int:
     """The CPUs this process (and so the kernel) may run on."""
     try:
@@ -617,6 +675,15 @@ class SandboxSettings(LoggingConfigurable):
     cgroups = Bool(True, help="Limit each kernel with cgroups where the grader may create them "
                               "(False: per-process limits only, as where none can be made)").tag(config=True)
     extra_readonly = List(Unicode(), help="More folders the kernel may read").tag(config=True)
+    cpu_limit = Float(0.0, help="CPU time of one kernel with all its processes, in CPUs (a cgroup's "
+                                "cpu.max, or cpu.cfs_quota_us in v1, where the grader may create one; "
+                                "always also a cpuset of the grading worker's cores); 0: as many CPUs "
+                                "as the worker's cores").tag(config=True)
+    max_message_mb = Integer(128, help="Largest frame of a message the grader reads from a kernel, in "
+                                       "MiB (ZeroMQ's MAXMSGSIZE: a larger one drops the connection "
+                                       "before it is read, and the kernel's later cells time out); far "
+                                       "above a fair output (a 20 MB print is graded, then cut); 0: no "
+                                       "limit").tag(config=True)
 
 
 def _new_rundir() -> str:
@@ -745,7 +812,98 @@ def trial_start(bwrap: str = "bwrap") -> str | None:
     return " | ".join(lines[-3:]) or f"exit {proc.returncode}, nothing printed"
 
 
-class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
+# -- the kernel's sockets, reached without following anything the kernel controls ------------------
+class SocketRefused(SandboxError):
+    """A kernel's socket path holds something other than the kernel's own socket."""
+
+
+def open_kernel_socket(path: str, timeout: float = 60.0) -> int:
+    """An O_PATH descriptor of the Unix socket at `path`, a path under /proc/PID/root (the
+    sandbox's root, which the kernel cannot move): each component below it opened with O_NOFOLLOW
+    from the one above, the last required to be a socket on the same file system as the folder
+    holding it (the kernel's own tmpfs). The kernel may write that folder, so a name there could be
+    a link to any socket of the machine; a link, a folder swapped for a link, or anything but a
+    socket is refused. Waits up to `timeout` s for the socket to appear (the kernel is starting)."""
+    head, sep, inside = path.partition("/root/")
+    if not (head.startswith("/proc/") and sep):
+        raise SocketRefused(f"not a path under a sandbox's root: {path!r}")
+    parts = [p for p in inside.split("/") if p]
+    if not parts or any(p in (".", "..") for p in parts):
+        raise SocketRefused(f"not a plain path: {path!r}")
+    deadline = time.monotonic() + timeout
+    while True:
+        fds: list[int] = []
+        try:
+            fds.append(os.open(head + "/root", os.O_PATH | os.O_DIRECTORY))   # the sandbox's root
+            for part in parts[:-1]:
+                fds.append(os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+            fd = os.open(parts[-1], os.O_PATH | os.O_NOFOLLOW, dir_fd=fds[-1])
+        except FileNotFoundError:
+            if time.monotonic() > deadline:
+                raise SocketRefused(f"the kernel's socket {path!r} did not appear in {timeout:g} s") from None
+            time.sleep(0.02)
+            continue
+        except OSError as err:   # ELOOP, ENOTDIR: a link or a file where a folder was
+            raise SocketRefused(f"the kernel's socket path {path!r} is not the kernel's folder "
+                                f"({err.strerror}): refused") from None
+        finally:
+            folder_dev = os.fstat(fds[-1]).st_dev if fds else None
+            for f in fds:
+                os.close(f)
+        info = os.fstat(fd)
+        if not stat.S_ISSOCK(info.st_mode) or info.st_dev != folder_dev:
+            os.close(fd)
+            what = "a link" if stat.S_ISLNK(info.st_mode) else "not the kernel's own socket"
+            raise SocketRefused(f"the kernel's socket path {path!r} holds {what}: refused")
+        return fd
+
+
+class _SafeSockets:
+    """For the sandbox's kernel manager and client: each channel connects to the kernel's socket
+    through /proc/self/fd/N of a descriptor from `open_kernel_socket` (ZeroMQ's reconnects reach the
+    same socket, never what a name in the kernel's folder points to later), and refuses a message
+    frame over `max_message_mb` before reading it (ZeroMQ's MAXMSGSIZE drops the connection)."""
+
+    def _message_limit(self) -> int:
+        for obj in (self, getattr(self, "parent", None)):
+            mb = getattr(obj, "max_message_mb", None)
+            if isinstance(mb, int):
+                return mb << 20 if mb > 0 else -1
+        return -1
+
+    def _make_url(self, channel: str) -> str:
+        url = super()._make_url(channel)
+        if self.transport != "ipc" or not str(self.ip).startswith("/proc/"):
+            return url
+        fd = open_kernel_socket(url[len("ipc://"):])
+        self.__dict__.setdefault("_socket_fds", []).append(fd)
+        return f"ipc:///proc/self/fd/{fd}"
+
+    def _create_connected_socket(self, channel, identity=None):
+        import zmq
+
+        limit = self._message_limit()
+        if limit > 0:
+            self.context.setsockopt(zmq.MAXMSGSIZE, limit)
+        return super()._create_connected_socket(channel, identity=identity)
+
+    def _close_socket_fds(self) -> None:
+        for fd in self.__dict__.pop("_socket_fds", []):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class SandboxKernelClient(_SafeSockets, AsyncKernelClient):
+    """The client of a sandboxed kernel (SandboxKernelManager.client_class)."""
+
+    def stop_channels(self) -> None:
+        super().stop_channels()
+        self._close_socket_fds()
+
+
+class _SandboxLifecycle(_SafeSockets, SandboxSettings, AsyncKernelManager):
     """Interrupts and clean-up of a sandboxed kernel."""
 
     _rundir: str | None = None
@@ -779,6 +937,7 @@ class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
+        self._close_socket_fds()
         if not restart:
             self._drop_cgroups()
             self._drop_rundir()
@@ -798,6 +957,14 @@ class _SandboxLifecycle(SandboxSettings, AsyncKernelManager):
 
 class SandboxKernelManager(_SandboxLifecycle):
     """An AsyncKernelManager whose kernels run under bubblewrap (see the module doc)."""
+
+    @default("client_class")
+    def _client_class_default(self):
+        return "utils.sandbox.SandboxKernelClient"
+
+    @default("client_factory")
+    def _client_factory_default(self):
+        return SandboxKernelClient
 
     _workdir: str | None = None
     _inside_ip: str | None = None
@@ -842,7 +1009,11 @@ class SandboxKernelManager(_SandboxLifecycle):
         launch = launch_args(mem, self.process_limit, self.copy_limit_mb << 20, work // 2, self._uid,
                              self._workdir, os.path.dirname(self._inside_ip))
         self._drop_cgroups()   # a restarted kernel gets fresh groups
-        self._cgroups, applied = kernel_cgroups(self.process_limit, mem) if self.cgroups else ([], [])
+        cpus = kernel_cpu_set()
+        cores = self.cpu_limit if self.cpu_limit > 0 else float(len(cpus))
+        self._cgroups, applied = kernel_cgroups(self.process_limit, mem, cpus, cores) if self.cgroups else ([], [])
+        if not any(a.startswith(("cpu.max", "cpu.cfs", "cpuset")) for a in applied):
+            applied.append(f"CPU: affinity {_cpu_list(cpus)} only (no cpu cgroup could be made: the kernel can undo it)")
         self.limits_applied = applied + rlimits_in_words(applied, self.memory_limit_mb, self.process_limit, self._uid)
         self.limits_applied.append(f"work folder, /tmp and /dev/shm: tmpfs of {self.work_size_mb} MiB each; "
                                    f"{kernel_cpus()} CPU(s) for thread pools")

@@ -13,12 +13,16 @@ preprocessors):
                                                 hung kernel costs only its cell
              Verdicts (verdicts.py)            judge each graded test cell against the reference
                                                 and replace its outputs by one verdict line
+             KernelFields (kernel_fields.py)   every field the kernel's messages set (execution
+                                                counts, metadata, language_info) rewritten or dropped
              LimitOutputSize (limit_output.py) cap what the other cells printed, per cell and
                                                 per notebook
   feedback   HideHiddenTests (hide_hidden.py)  hidden tests cut from the feedback's source, and
                                                 the outputs of ungraded cells left out
   release    KernelLanguageInfo (../language_info.py)  the kernel's full language_info in each
                                                 generated notebook, so it opens unmodified
+  HTML       safe_html.py                      student Markdown and outputs sanitised wherever
+                                                nbconvert renders a submission (feedback, formgrader)
 
 observations.py holds the judging itself (collect, judge), base.py the notes each step leaves in
 the graded notebook for `utils.grade`'s report.
@@ -35,13 +39,16 @@ def install(c) -> None:
 
     from utils.grading.execute import SafeExecute
     from utils.grading.hide_hidden import HideHiddenTests
+    from utils.grading.kernel_fields import KernelFields
+    from utils.grading.safe_html import configure_html
     from utils.grading.limit_output import LimitOutputSize
     from utils.grading.overwrite import SafeOverwriteCells
     from utils.grading.reference import ReferenceObservations
     from utils.grading.verdicts import Verdicts
     from utils.grading.well_formed import WellFormed
 
-    replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts], LimitOutput: [LimitOutputSize]}
+    replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts, KernelFields],
+               LimitOutput: [LimitOutputSize]}
     c.Autograde.autograde_preprocessors = [
         step for pp in Autograde.class_traits()["autograde_preprocessors"].default() for step in replace.get(pp, [pp])]
     c.Autograde.sanitize_preprocessors = [WellFormed] + [
@@ -57,3 +64,4 @@ def install(c) -> None:
     feedback = list(GenerateFeedback.class_traits()["preprocessors"].default())
     feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header
     c.GenerateFeedback.preprocessors = feedback
+    configure_html(c)

@@ -2,11 +2,25 @@
 where a kernel that dies or ignores the interrupt costs only its cell: the cell gets an error, a
 fresh kernel re-runs the cells before it (outputs discarded) and grading goes on. It judges
 nothing; Verdicts does, outside the kernel.
+
+The grader's own process stays bounded whatever the kernel sends (`process_message`): only the
+message types a notebook's outputs need are taken (comm and widget messages, display updates and
+unknown types are dropped before nbclient sees them, logs them or keeps widget state), a display's
+`transient` is dropped (no display id links one cell's output to another's), and once a notebook's
+outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` outputs) the rest are dropped as
+they arrive, with a note. The sandbox's kernel manager refuses any single message frame larger
+than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE).
+
+A notebook has `notebook_timeout` seconds in all (kernel starts and re-runs included): a cell
+running when it is spent is interrupted, the cells after it are not run (their graded cells score
+0 with that reason) and the report says so.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import math
 import queue
 import time
 
@@ -14,7 +28,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import Bool, Integer
 
 from utils.grading.base import add_note, grade_id
 
@@ -23,11 +37,32 @@ def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+def _size(content: dict) -> int:
+    """About how many bytes an output message's content holds."""
+    text = content.get("text")
+    if isinstance(text, str) and len(content) <= 3:
+        return len(text)
+    try:
+        return len(json.dumps(content))
+    except (TypeError, ValueError, RecursionError):
+        return 1 << 40
+
+
 class SafeExecute(Execute):
     max_restarts = Integer(3, help="Fresh kernels started for one notebook before the remaining "
                                    "cells are marked as not run").tag(config=True)
     probe_timeout = Integer(10, help="Seconds a kernel has to answer after a timed-out cell was "
                                      "interrupted before it is replaced").tag(config=True)
+    notebook_timeout = Integer(1200, help="Seconds one notebook may take in all (kernel starts and "
+                                          "re-runs included); the cells left when they are spent are "
+                                          "not run (0 for their graded cells). 0: no limit").tag(config=True)
+    max_output_bytes = Integer(32 << 20, help="Bytes of outputs one notebook's kernel may send; what "
+                                              "arrives beyond is dropped as it arrives").tag(config=True)
+    max_outputs_arrived = Integer(2000, help="Outputs one cell may send; later ones are dropped as they "
+                                             "arrive").tag(config=True)
+    # nothing of the kernel's widgets or message timings is kept (nor written to the notebook)
+    store_widget_state = Bool(False, help="Never: widget state is the kernel's").tag(config=True)
+    record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         from utils.sandbox import SandboxKernelManager
@@ -39,7 +74,47 @@ class SafeExecute(Execute):
         self._failed_cells: set[int] = set()   # killed the kernel or hung it: never replayed
         self._restarts = 0
         self._gave_up = False
-        return super().preprocess(nb, resources, km)
+        self._arrived = 0          # bytes of outputs taken from the kernel so far
+        self._dropped = 0          # outputs dropped as they arrived
+        self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout > 0 else math.inf
+        self._out_of_time = False
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            if self._dropped:
+                self._note("output-dropped", None, f"{self._dropped} output(s) sent by the kernel beyond "
+                                                   f"{self.max_output_bytes >> 20} MiB (or {self.max_outputs_arrived} "
+                                                   f"in one cell) were dropped as they arrived")
+
+    # -- what the grader takes from the kernel's messages ------------------------------------------
+    KEPT = frozenset({"status", "execute_input", "stream", "display_data", "execute_result", "error", "clear_output"})
+    OUTPUTS = frozenset({"stream", "display_data", "execute_result", "error"})
+
+    def process_message(self, msg, cell, cell_index):
+        msg_type = msg.get("msg_type") if isinstance(msg, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if msg_type not in self.KEPT or not isinstance(content, dict):
+            return None   # comm_*, update_display_data, anything unknown: never logged or kept
+        if msg_type == "status" and not isinstance(content.get("execution_state"), str):
+            return None
+        content.pop("transient", None)
+        if "execution_count" in content:   # the grader numbers the cells (KernelFields): 0 is "it ran"
+            content["execution_count"] = 0
+        if msg_type in self.OUTPUTS:
+            size = _size(content)
+            if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived:
+                self._dropped += 1
+                return None
+            self._arrived += size
+        return super().process_message(msg, cell, cell_index)
+
+    def _get_timeout(self, cell):
+        """The cell's limit, never past the notebook's total."""
+        timeout = super()._get_timeout(cell)
+        if self._deadline < math.inf:
+            left = max(1, math.ceil(self._deadline - time.monotonic()))
+            timeout = left if timeout is None else min(timeout, left)
+        return timeout
 
     def _note(self, event: str, cell, text: str) -> None:
         add_note(self.nb, event, grade_id(cell) if cell is not None else None, text)
@@ -48,6 +123,15 @@ class SafeExecute(Execute):
         if cell.cell_type != "code" or not cell.source.strip():
             return super().preprocess_cell(cell, resources, index)
         where = grade_id(cell) or f"#{index}"
+        if not self._out_of_time and time.monotonic() >= self._deadline:
+            self._out_of_time = True
+            self._note("notebook-timeout", None, f"the notebook ran past its total limit of {self.notebook_timeout} s "
+                                                 f"(SafeExecute.notebook_timeout); the cells from #{index} on were "
+                                                 f"not run (0 for their graded cells)")
+        if self._out_of_time:
+            cell.outputs = [error_output("NotebookTimeout", f"not run: the notebook ran past its total time "
+                                                            f"limit of {self.notebook_timeout} s")]
+            return cell, self.resources
         if self._gave_up:
             cell.outputs = [error_output("NotRun", "not run: the kernel died or hung too often in "
                                                    "earlier cells of this notebook")]
@@ -66,6 +150,8 @@ class SafeExecute(Execute):
             cell.outputs = list(cell.get("outputs", []))
             if not self._timed_out(cell):
                 cell.outputs.append(error_output(self._timeout_name(), f"no reply from the kernel within {self.timeout} s"))
+        if self._timed_out(cell) and time.monotonic() >= self._deadline:
+            return cell, self.resources   # the notebook's total, not the cell's: the next cell says so
         if self._timed_out(cell):
             self._note("timeout", cell, f"cell '{where}' ran past the {self.timeout} s limit and was "
                                         f"interrupted (0 for that cell)")
