@@ -64,7 +64,8 @@ PRESETS: dict[str, ModelConfig] = {
         # though not of every server CPU (some carry several hundred MB): the lesson prints the ratio
         # for the machine it runs on. GQA with 4 query heads per KV head; a decode step takes tens to
         # hundreds of ms on 2 cores, depending on their load. toy-gpu: 2.69B parameters, 5.4 GB in
-        # bf16 (over 100x the H100's 50 MB L2), Llama-7B widths with 12 layers; plain multi-head
+        # bf16, of which a pass streams N = 2.56B, 5.12 GB (all but the embedding table, of which it
+        # reads one row per token; over 100x the H100's 50 MB L2), Llama-7B widths with 12 layers; plain multi-head
         # attention, so PyTorch's masked attention kernels need no GQA support.
         ModelConfig("toy-cpu", n_layers=8, d_model=1024, n_heads=16, n_kv_heads=4, d_ff=2816,
                     vocab_size=8192, source="this course"),

@@ -10,7 +10,7 @@ pass is not above that time, and that the time rises from the shortest pass only
 pass's runs are above its runs. `noise_warning` names the points whose runs disagree too much.
 `graph_reading` sets an eager step beside its CUDA-graph replay; `knee_factors` splits the knee's
 distance from T* into what the runs measure (the one-token pass's level over the weights' read
-time, the long passes' FLOP/s over the peak).
+time, the fixed part the long passes still pay, the long passes' FLOP/s over the peak).
 Noise shows that runs disagree, not why: the lines say the machine "may have been busy".
 """
 
@@ -117,7 +117,7 @@ def intercept_reading(xs: list[float], measured: list[Sampled], unit: str, reads
 
 
 def growth_reading(what: str, points: list, measured: list[Sampled], expected_s: list[float],
-                   model: str = "the estimate", limit: float = NOISE_LIMIT) -> str:
+                   model: str = "the step bound", limit: float = NOISE_LIMIT) -> str:
     """Did `what` grow from the first point to each of the others as `model` (expected_s, seconds
     at each point) predicts? One line per point; 'as ... predicts' for the whole sweep only when
     every point agrees within `limit`, every ratio its runs allow (fastest against slowest) included;
@@ -261,13 +261,16 @@ def graph_reading(eager: Sampled, graph: Sampled) -> str:
 
 def knee_factors(tokens: list[int], passes: list[Sampled], flops: list[float], read_s: float, peak: float,
                  t_star: float) -> str:
-    """Two factors of the measured knee against T*, each read off the runs. The FLOPs' time must
-    reach the one-token pass's time: (1) that time over the weights' read time (launch overhead, or
-    reads below the bandwidth, raise it), and (2) the FLOP/s at which the two longest passes added
-    their extra FLOPs (counted, `flops` per pass) over the peak (matmuls below the peak make the
-    FLOPs' time reach the level sooner: an earlier knee). Their product times T* is where a line
-    through the origin at that rate meets that level; T* itself assumes a level of one read and the
-    peak rate."""
+    """Three figures of the measured knee against T*, each read off the runs. The knee is where the
+    line through the two longest passes reaches the one-token pass's time: (1) that time over the
+    weights' read time (launch overhead, or reads below the bandwidth, raise it); (2) where that
+    line meets 0 tokens, over the read time: a fixed part the long passes still pay lifts the line
+    as much as the level and moves no knee, while one hidden behind their FLOPs (the line meets 0
+    near 0 ms) leaves the whole level to be reached; and (3) the FLOP/s at which the two longest
+    passes added their extra FLOPs (counted, `flops` per pass) over the peak (matmuls below the
+    peak reach the level sooner: an earlier knee). (1 - 2) x 3 x T* is then where that line meets
+    that level, when the FLOPs per token are the 2N that T* assumes; T* itself assumes a level of
+    one read, no fixed part and the peak rate."""
     if not (len(tokens) == len(passes) == len(flops) >= 3):
         raise ValueError(f"need three or more passes with their FLOPs; got {len(tokens)} token counts, "
                          f"{len(passes)} passes and {len(flops)} FLOP counts")
@@ -278,12 +281,16 @@ def knee_factors(tokens: list[int], passes: list[Sampled], flops: list[float], r
     lift = level / read_s
     added_s = passes[-1].median - passes[-2].median
     head = (f"the {tokens[0]}-token pass took {lift:.2f}x the weights' read time ({read_s * 1e3:,.3f} ms at this "
-            f"sweep's bandwidth): the level the FLOPs' time must reach")
+            f"sweep's bandwidth): the level the line must reach")
     if added_s <= 0 or overlap(passes[-1], passes[-2]):
         return head + (f"; the two longest passes' runs overlap or are level, so no FLOP/s can be read off them; "
                        f"the machine may have been busy. Re-run this cell")
+    at_zero = passes[-1].median - added_s / (tokens[-1] - tokens[-2]) * tokens[-1]  # the line's time at 0 tokens
+    fixed = at_zero / read_s
     efficiency = (flops[-1] - flops[-2]) / added_s / peak
-    return head + (f"; from T = {tokens[-2]} to {tokens[-1]} the passes added their FLOPs at {efficiency:.0%} of "
-                   f"this sweep's peak FLOP/s; together: {lift:.2f} x {efficiency:.2f} x T* = "
-                   f"{lift * efficiency * t_star:,.1f} tokens, where a pass at that rate and no fixed part reaches "
-                   f"the one-token pass's time")
+    return head + (f"; the line through the two longest passes meets 0 tokens at {at_zero * 1e3:,.3f} ms, "
+                   f"{fixed:.2f}x the read time: a fixed part the long passes still pay, which lifts the line and "
+                   f"the level alike; from T = {tokens[-2]} to {tokens[-1]} the passes added their FLOPs at "
+                   f"{efficiency:.0%} of this sweep's peak FLOP/s; together: ({lift:.2f} - {fixed:.2f}) x "
+                   f"{efficiency:.2f} x T* = {(lift - fixed) * efficiency * t_star:,.1f} tokens, where that line "
+                   f"reaches the one-token pass's time if every token adds 2N FLOPs")

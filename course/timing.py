@@ -54,7 +54,9 @@ class Sampled:
 
 
 def timed_call(fn: Callable[[], object], device: torch.device | str | None = None) -> float:
-    """Seconds of one call of fn, the device synchronised before both clock reads."""
+    """Seconds of one call of fn, the device synchronised before both clock reads (on a GPU the
+    host clock and a device-wide synchronise add microseconds to each call: nothing beside a
+    millisecond step; CUDA events would leave them out)."""
     synchronize(device)
     start = time.perf_counter()
     fn()

@@ -384,7 +384,7 @@ def aten_ops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Counter:
 def launches(ops: Counter) -> int:
     """The operators among aten_ops' counts that run a kernel (views only relabel memory). In
     eager PyTorch on a GPU each is one launch or a few, from the CPU, one after another: their
-    number sets the floor of a step that is bound by launch overhead."""
+    number sets the least time of a step that is bound by launch overhead."""
     return sum(n for name, n in ops.items() if not any(v in name for v in VIEW_OPS))
 
 

@@ -79,11 +79,11 @@ def test_growth_reading_judges_every_point_not_the_two_ends():
     # the tester's batch sweep: batch 4 took 1.56x batch 1 where the estimate said 1.00x, batch 16 about as estimated
     said = readings.growth_reading("the step", ["batch 1", "batch 4", "batch 16"],
                               [a, S("b4", [0.113, 0.115, 0.117]), S("b16", [0.088, 0.090, 0.092])], [1.0, 1.0, 1.2])
-    assert "at every point" not in said and "batch 4: 1.55x the first point (the estimate: 1.00x), more than" in said
-    assert "batch 16: 1.22x the first point (the estimate: 1.20x), as the estimate predicts" in said
+    assert "at every point" not in said and "batch 4: 1.55x the first point (the step bound: 1.00x), more than" in said
+    assert "batch 16: 1.22x the first point (the step bound: 1.20x), as the step bound predicts" in said
     ok = readings.growth_reading("the step", [1, 4], [a, S("b4", [0.078, 0.080, 0.082])], [1.0, 1.05])
-    assert ok.startswith("-> the step grew as the estimate predicts, within 30%, at every point")
-    assert "less than the estimate" in readings.growth_reading("TTFT", [16, 256], [a, S("b", [0.20, 0.21])], [1.0, 16.0])
+    assert ok.startswith("-> the step grew as the step bound predicts, within 30%, at every point")
+    assert "less than the step bound" in readings.growth_reading("TTFT", [16, 256], [a, S("b", [0.20, 0.21])], [1.0, 16.0])
     scattered = readings.growth_reading("the step", [1, 4], [a, S("b", [0.05, 0.2, 0.1])], [1.0, 1.0])
     assert "inconclusive: the runs disagree too much" in scattered and "at every point" not in scattered
     # overlapping, tight runs 1.42x apart: neither a change nor no change, so no comparison
@@ -92,7 +92,7 @@ def test_growth_reading_judges_every_point_not_the_two_ends():
     # a quiet run's batch 16: the medians 1.27x the estimate's ratio, but the runs allow up to 1.51x
     straddles = readings.growth_reading("the step", [1, 16], [S("b1", [1.00, 1.02, 1.04]), S("b16", [2.20, 2.23, 2.60])],
                                         [1.0, 1.72])
-    assert "as the estimate predicts" not in straddles and "inconclusive: the runs allow 2.12x to 2.60x" in straddles
+    assert "as the step bound predicts" not in straddles and "inconclusive: the runs allow 2.12x to 2.60x" in straddles
     with pytest.raises(ValueError, match="expected_s"):
         readings.growth_reading("x", [1, 2], [a, a], [1.0, 0.0])
     with pytest.raises(ValueError, match="one entry per point"):

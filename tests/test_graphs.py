@@ -77,10 +77,15 @@ class FakeCuda:
                 cuda.events.append("replay")
                 for fn in self.recorded:
                     fn()
+
+            def reset(self):
+                cuda.events.append("graph reset")
+                self.recorded = []
         return Graph()
 
     @contextmanager
-    def graph(self, g):
+    def graph(self, g, stream=None):
+        assert stream is not None and stream.name == "side stream", "a capture records on a fresh stream of its own"
         self.events.append("capture begins")
         self.capturing = g
         try:
@@ -144,15 +149,26 @@ def test_a_replayed_decode_step_gives_the_eager_results():
 
 
 def test_a_pass_that_cannot_be_captured_is_timed_eagerly_and_said_so():
+    """A capture that fails part-way: the graph is reset, the device synchronised, and the function
+    run once eagerly (outside any capture) before it is handed back to be timed eagerly."""
     class Broken(FakeCuda):
         @contextmanager
-        def graph(self, g):
-            raise RuntimeError("operation not permitted when stream is capturing")
-            yield
+        def graph(self, g, stream=None):
+            self.events.append("capture begins")
+            self.capturing = g
+            try:
+                yield
+                raise RuntimeError("operation not permitted when stream is capturing")
+            finally:
+                self.capturing = None
 
-    fn = lambda: None  # noqa: E731
+    cuda, calls = Broken(), []
+    fn = cuda.kernel(lambda: calls.append(1))
     with pytest.warns(UserWarning, match="could not be captured as a CUDA graph.*timed eagerly"):
-        assert graphs.replayed(fn, "cuda", cuda=Broken()) is fn
+        assert graphs.replayed(fn, "cuda", warmup=1, cuda=cuda) is fn
+    assert cuda.events[-6:] == ["capture begins", "recorded", "graph reset", "synchronize", "ran on default stream",
+                                "synchronize"], cuda.events
+    assert len(calls) == 2  # the warm-up and the eager run after the failure: nothing recorded ran
     with pytest.raises(ValueError, match="warmup"):
         graphs.capture(fn, warmup=0, cuda=FakeCuda())
 

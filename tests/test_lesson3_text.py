@@ -137,17 +137,80 @@ def test_p2_holds_by_the_bounds_below_t_star():
         assert t2 / t1 < 1.1 and (2 * b / t2) / (b / t1) > 1.8, b
 
 
-def test_p3_holds_by_the_lines_the_lesson_prints():
-    """p3 (a): a one-token pass at twice the weights' read time and long passes at the peak put the
-    knee at 2 T*, read by the lesson's own knee_reading and split by knee_factors."""
-    from course.readings import knee_factors, knee_reading
+def _sweep_definitions(device_type: str, grading: bool) -> dict:
+    """The prompt sweep's definitions as lesson 3's cell runs them (the lines before WEIGHT_BYTES)."""
+    from types import SimpleNamespace
+
+    nb = nbformat.read(str(SOURCE), as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("if DEVICE.type == \"cuda\":\n    PROMPT_LENS"))
+    head = cell.source.split("WEIGHT_BYTES =")[0]
+    namespace = {"DEVICE": SimpleNamespace(type=device_type), "GRADING": grading}
+    exec(head, namespace)
+    return namespace
+
+
+def test_p1_states_the_sweep_that_runs_under_grading_too(cells):
+    """p1 says 16 times the tokens on a CPU and 32 on a GPU: so the sweep runs, with nbgrader or not."""
+    p1 = next(c.source for c in cells if "**p1 (1 point)" in c.source)
+    assert "16 times the\ntokens on a CPU, 32 on a GPU, under nbgrader too" in p1, p1
+    for device, factor in (("cpu", 16), ("cuda", 32)):
+        for grading in (False, True):
+            lens = _sweep_definitions(device, grading)["PROMPT_LENS"]
+            assert lens[-1] / lens[0] == factor, (device, grading, lens)
+
+
+def test_p1_holds_for_the_graded_narrow_model():
+    """Under nbgrader on a CPU the sweep runs on toy-cpu at half the width: p1 (b) holds there too."""
+    import torch
+
+    from course.models import get_model_config
+    from course.toy_model import ToyTransformer, narrower
+
+    with torch.device("meta"):
+        model = ToyTransformer(narrower(get_model_config("toy-cpu"), 2))
+    weight_bytes = model.decode_weight_bytes()
+    n_params, kv = weight_bytes // model.dtype.itemsize, model.new_cache(1, 1).nbytes
+    for ridge in (1, 4, 8, 15, 30):
+        a = _bounds(16, 1, n_params, weight_bytes, kv, 20e9, ridge * 20e9)
+        b = _bounds(256, 1, n_params, weight_bytes, kv, 20e9, ridge * 20e9)
+        assert b["ttft_s"] / a["ttft_s"] > 3 and b["tpot_s"] / a["tpot_s"] < 1.2, ridge
+
+
+def _pass_times(tokens, read_s, peak, flops_per_token, additive):
+    """Passes with a fixed part of one read: hidden behind the FLOPs (a pass takes the longer of twice
+    the read and its FLOPs' time), or added to every pass (one read plus the longer of a read and
+    the FLOPs' time). Either way the one-token pass takes twice the read."""
     from course.timing import Sampled
+
+    def seconds(t):
+        flops_s = t * flops_per_token / peak
+        return read_s + max(read_s, flops_s) if additive else max(2 * read_s, flops_s)
+    return [Sampled(f"{t}", [seconds(t)] * 3) for t in tokens]
+
+
+@pytest.mark.parametrize("additive", [False, True], ids=["overlapping", "additive"])
+def test_p3_holds_by_the_lines_the_lesson_prints(additive):
+    """p3 (a): a one-token pass at twice the weights' read time and long passes adding their FLOPs at
+    the peak put the knee, as the lesson reads it (knee_reading) and splits it (knee_factors), at
+    2 T* when the fixed part hides behind the long passes' FLOPs and at T* when it adds to every
+    pass: (a) names both, (b) and (c) each hold for one only. The knee is also where the time starts
+    to grow: the pass just below it takes the one-token pass's time."""
+    from course.readings import knee_factors, knee_reading
 
     read_s, peak, flops_per_token = 1e-3, 1e12, 2e6  # T* = read_s * peak / flops_per_token = 500 tokens
     t_star = read_s * peak / flops_per_token
     tokens = [1, 250, 500, 1000, 2000, 4000, 8000]
-    passes = [Sampled(f"{t}", [max(2 * read_s, t * flops_per_token / peak)] * 3) for t in tokens]
+    passes = _pass_times(tokens, read_s, peak, flops_per_token, additive)
     knee, _ = knee_reading(tokens, passes, formula=t_star)
-    assert knee == pytest.approx(2 * t_star)
+    want = t_star if additive else 2 * t_star
+    assert knee == pytest.approx(want)
+    below = _pass_times([1, 0.99 * want, 1.01 * want], read_s, peak, flops_per_token, additive)
+    assert below[1].median == pytest.approx(below[0].median) and below[2].median > below[0].median
     said = knee_factors(tokens, passes, [t * flops_per_token for t in tokens], read_s, peak, t_star)
-    assert "2.00x the weights' read time" in said and "at 100% of" in said and "= 1,000.0 tokens" in said
+    fixed = "1.00" if additive else "0.00"
+    assert "2.00x the weights' read time" in said and f"{fixed}x the read time" in said and "at 100% of" in said
+    assert f"= {want:,.1f} tokens" in said, said
+    p3 = next(c.source for c in nbformat.read(str(SOURCE), as_version=4).cells if "**p3 (1 point)" in c.source)
+    assert "twice the weights' read time" in p3 and "add their FLOPs at the peak rate" in p3
+    assert re.search(r"\(a\) Near \$2T\^\*\$ if that extra time hides behind the long passes' FLOPs.*at \$T\^\*\$ if it adds to\s+every pass",
+                     p3, re.S), p3

@@ -100,8 +100,8 @@ q2 = "b"
 q3 = "c"
 q4 = "b"
 ''',
-    # T* taken for the knee whatever the one-token pass's level: the formula's assumption of a pass
-    # that costs one read of the weights and nothing more.
+    # T* taken for the knee whatever the fixed part: right only where the extra time adds to every
+    # pass; one hidden behind the long passes' FLOPs puts the knee near 2 T*.
     "p3": '''
 p3 = "b"
 ''',
