@@ -117,10 +117,10 @@ def test_the_named_misconceptions_are_among_the_mistakes():
     assert "(matmul_flops + attn_flops) / peak_flops_per_s" in MISTAKES["step_time"]
     assert "new_tokens * (cached_tokens + new_tokens)" in MISTAKES["attention_flops"]
     # section 10: the weights read twice (the chunk as a step of its own), the free-ride chunk for the
-    # TPOT-target one, designs judged on TTFT alone
+    # TBT-target one, designs judged on TTFT alone
     assert 'alone[0][key] + alone[1][key]' in MISTAKES["mixed_step"]
-    assert "free_ride = math.floor(peak_flops_per_s / bandwidth_bytes_per_s" in MISTAKES["chunk_for_tpot"]
-    assert "tpot" not in MISTAKES["goodput_per_gpu"].split("\n", 1)[1]  # the body never reads TPOT
+    assert "free_ride = math.floor(peak_flops_per_s / bandwidth_bytes_per_s" in MISTAKES["chunk_for_tbt"]
+    assert "tbt" not in MISTAKES["goodput_per_gpu"].split("\n", 1)[1]  # the body never reads TBT
 
 
 @pytest.mark.parametrize("name", sorted(MORE_MISTAKES))

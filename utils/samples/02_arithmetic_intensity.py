@@ -98,16 +98,16 @@ def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
     return {key: alone[0][key] + alone[1][key] for key in ("matmul_s", "attention_s", "time_s")}
 ''',
     # The free-ride chunk: stops where chunk tokens stop riding free in the matmuls (T* - B, bf16),
-    # rounded to the tile, instead of the largest step within the TPOT target.
-    "chunk_for_tpot": '''
-def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
+    # rounded to the tile, instead of the largest step within the TBT target.
+    "chunk_for_tbt": '''
+def chunk_for_tbt(decode, chunk_of, tbt_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
     free_ride = math.floor(peak_flops_per_s / bandwidth_bytes_per_s - decode["tokens"])
     return max(0, (decode["tokens"] + free_ride) // tile * tile - decode["tokens"])
 ''',
     # Judges the designs on TTFT alone, as if the decode steps' pace did not count.
     "goodput_per_gpu": '''
-def goodput_per_gpu(arrival_rate, ttft_s, tpot_s, gpus, ttft_target_s, tpot_target_s):
-    return arrival_rate / gpus if ttft_s <= ttft_target_s else 0.0
+def goodput_per_gpu(max_rate, ttft_s, tbt_s, gpus, ttft_target_s, tbt_target_s):
+    return max_rate / gpus if ttft_s <= ttft_target_s else 0.0
 ''',
     # q1: attention's share of the FLOPs, not of the time.
     "quiz_answers": '''
@@ -297,21 +297,21 @@ def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
             "time_s": both["time_s"] + chunk_attention}
 ''',
     # One chunk token at a time up to the largest within the target, then T rounded down to the tile.
-    "chunk_for_tpot": '''
-def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
+    "chunk_for_tbt": '''
+def chunk_for_tbt(decode, chunk_of, tbt_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
     largest = 0
-    while mixed_step(decode, chunk_of(largest + 1), peak_flops_per_s, bandwidth_bytes_per_s)["time_s"] <= tpot_target_s:
+    while mixed_step(decode, chunk_of(largest + 1), peak_flops_per_s, bandwidth_bytes_per_s)["time_s"] <= tbt_target_s:
         largest += 1
     aligned = (decode["tokens"] + largest) // tile * tile
     return aligned - decode["tokens"] if aligned > decode["tokens"] else 0
 ''',
     "goodput_per_gpu": '''
-def goodput_per_gpu(arrival_rate, ttft_s, tpot_s, gpus, ttft_target_s, tpot_target_s):
+def goodput_per_gpu(max_rate, ttft_s, tbt_s, gpus, ttft_target_s, tbt_target_s):
     met = True
-    for value, target in ((ttft_s, ttft_target_s), (tpot_s, tpot_target_s)):
+    for value, target in ((ttft_s, ttft_target_s), (tbt_s, tbt_target_s)):
         if value > target:
             met = False
-    return arrival_rate / gpus if met else 0
+    return max_rate / gpus if met else 0
 ''',
     "ridge_in_tokens": '''
 def ridge_in_tokens(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
@@ -438,12 +438,12 @@ def mixed_step(decode, chunk, peak_flops_per_s, bandwidth_bytes_per_s):
     return {"matmul_s": matmul_s, "attention_s": attention_s, "time_s": matmul_s + attention_s}
 ''',
     # Bisection over whole tiles (the step's time grows with the chunk).
-    "chunk_for_tpot": '''
-def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
+    "chunk_for_tbt": '''
+def chunk_for_tbt(decode, chunk_of, tbt_target_s, peak_flops_per_s, bandwidth_bytes_per_s, tile=128):
     def fits(tiles):
         chunk = tiles * tile - decode["tokens"]
         return chunk > 0 and mixed_step(decode, chunk_of(chunk), peak_flops_per_s,
-                                        bandwidth_bytes_per_s)["time_s"] <= tpot_target_s
+                                        bandwidth_bytes_per_s)["time_s"] <= tbt_target_s
     first = decode["tokens"] // tile + 1
     if not fits(first):
         return 0
@@ -457,8 +457,8 @@ def chunk_for_tpot(decode, chunk_of, tpot_target_s, peak_flops_per_s, bandwidth_
 ''',
     # Both targets met as a product of booleans.
     "goodput_per_gpu": '''
-def goodput_per_gpu(arrival_rate, ttft_s, tpot_s, gpus, ttft_target_s, tpot_target_s):
-    return arrival_rate * (ttft_s <= ttft_target_s) * (tpot_s <= tpot_target_s) / gpus
+def goodput_per_gpu(max_rate, ttft_s, tbt_s, gpus, ttft_target_s, tbt_target_s):
+    return max_rate * (ttft_s <= ttft_target_s) * (tbt_s <= tbt_target_s) / gpus
 ''',
     "quiz_answers": '''
 q1 = " B"
