@@ -645,7 +645,9 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
         from utils.cluster import Cluster
         g.cluster = Cluster.connect(address, g.say, root=root)
     if export:   # an export left by an earlier run must not pass for this one's, should it stop early
-        (root / "grades.csv").unlink(missing_ok=True)
+        stale = root / "grades.csv"
+        if stale.is_file() or stale.is_symlink():   # anything else there makes the export fail, and says so
+            stale.unlink()
     completed = False
     try:
         for lesson in names:
