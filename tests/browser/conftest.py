@@ -282,7 +282,9 @@ def make_lab(tmp_path_factory):
                  ["git", "-c", "user.name=student", "-c", "user.email=student@localhost", "commit", "-qm", "course"]):
         _run(args, root)
     venv = Path(sys.prefix)
-    make = ["make", "-o", f"{venv}/.installed", f"STUDENT_VENV={venv}"]
+    # --no-print-directory: under `make test` this make is a sub-make, which would otherwise end
+    # its output with "make[1]: Leaving directory ..."
+    make = ["make", "--no-print-directory", "-o", f"{venv}/.installed", f"STUDENT_VENV={venv}"]
     _run([*make, "lessons"], root)
     line = _run([*make, "-n", "lab"], root).strip().splitlines()[-1]
     words = shlex.split(line)
