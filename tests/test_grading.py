@@ -269,3 +269,24 @@ def test_the_config_fails_closed_without_the_plugins(tmp_path, monkeypatch, caps
     assert [pp.__name__ for pp in c.Autograde.autograde_preprocessors] == ["PluginsMissing"]
     assert [pp.__name__ for pp in c.GenerateFeedback.preprocessors] == ["PluginsMissing"]
     assert "nothing is graded" in capsys.readouterr().err
+
+
+def test_the_gradebook_revision_read_in_process_is_the_one_alembic_reports(tmp_path):
+    """New gradebooks are stamped with utils.grading.alembic_head, not nbgrader's `alembic heads`
+    subprocess: both name the same revision, and a gradebook nbgrader creates under the course's
+    config carries it."""
+    import subprocess
+
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from utils.grading import alembic_head, stamp_gradebooks_in_process
+
+    with _temp_alembic_ini(f"sqlite:///{tmp_path / 'unused.db'}") as ini:
+        out = subprocess.check_output([str(Path(sys.executable).parent / "alembic"), "-c", ini, "heads"], text=True)
+    assert alembic_head() == out.split()[0]
+    stamp_gradebooks_in_process()
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        assert gb.db.execute(text("SELECT version_num FROM alembic_version")).scalar() == alembic_head()

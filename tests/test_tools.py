@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 import pytest
 
@@ -13,11 +15,26 @@ from utils.coursedir import ToolError, resolve_lessons, score_table, CellScore, 
 pytestmark = pytest.mark.slow
 
 
+UNREACHABLE_POSTGRES = "postgresql+psycopg2://grader:secret@127.0.0.1:9/never"
+
+
+def with_unreachable_postgres(root: Path) -> Path:
+    """The course's nbgrader_config.py names a PostgreSQL gradebook that any use would fail on."""
+    (root / "gradebook.db").unlink()
+    with open(root / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.CourseDirectory.db_url = {UNREACHABLE_POSTGRES!r}\n")
+    return root
+
+
 def test_check_passes_a_sound_lesson(synthetic_course):
+    """In a scratch course with its own SQLite gradebook: with an unreachable PostgreSQL db_url in
+    the course's config the check still succeeds and writes no gradebook.db beside it."""
+    with_unreachable_postgres(synthetic_course)
     result = check_lesson(synthetic_course, SYNTH)
     assert result.problems == []
     assert result.total(REFERENCE) == (3, 3)
     assert result.total(RELEASE) == (0, 3)
+    assert not (synthetic_course / "gradebook.db").exists()
 
 
 def test_check_names_each_broken_cell(tmp_path):
@@ -92,17 +109,14 @@ def test_score_table_has_cells_down_and_students_across():
 
 
 def test_a_postgresql_gradebook_named_by_the_course_is_never_touched(tmp_path):
-    """check, build and demo work in scratch courses with their own SQLite gradebook: with an
-    unreachable PostgreSQL db_url in the course's nbgrader_config.py they still succeed (any
-    attempt to use it would fail) and write no gradebook.db beside it either."""
+    """build and demo work in scratch courses with their own SQLite gradebook (the check's is
+    test_check_passes_a_sound_lesson): with an unreachable PostgreSQL db_url in the course's
+    nbgrader_config.py they still succeed (any attempt to use it would fail) and write no
+    gradebook.db beside it either."""
     from utils.build import build
     from utils.demo import REFERENCE as DEMO_REFERENCE, run as demo
 
-    root = make_course(tmp_path / "c", synthetic_cells())
-    (root / "gradebook.db").unlink()
-    with open(root / "nbgrader_config.py", "a") as f:
-        f.write("\nc.CourseDirectory.db_url = 'postgresql+psycopg2://grader:secret@127.0.0.1:9/never'\n")
-    assert check_lesson(root, SYNTH).problems == []
+    root = with_unreachable_postgres(make_course(tmp_path / "c", synthetic_cells()))
     assert build(root, [SYNTH]) == [SYNTH]
     scratch, table, problems = demo(root, build_release=False)
     assert problems == [] and DEMO_REFERENCE in table
