@@ -1,4 +1,4 @@
-"""Grading on a real Dask cluster (utils/cluster.py): a `dask scheduler` and two `dask worker`
+"""Grading on a real Dask cluster (utils/cluster/): a `dask scheduler` and two `dask worker`
 processes on loopback (free ports, --nthreads 1, each its own scratch folder as TMPDIR), started
 once for the module: both workers share no disk with the grader (each in a mount namespace of its
 own where the course folder is empty, from its own clone of the repository at another path), a
@@ -103,7 +103,7 @@ def loopback(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixtu
     """The module's cluster (two workers that cannot see the class's course folder) and that
     course (lesson 1's samples, the PostgreSQL gradebook). The last test that uses it kills it."""
     _need_cluster_tools()
-    from utils.cluster import loopback_cluster
+    from utils.cluster.loopback import loopback_cluster
 
     base = tmp_path_factory.mktemp("dask")
     course = _class(base / "cluster-course", postgres_url, [LESSON])
@@ -174,7 +174,7 @@ def test_cluster_grades_like_a_local_run(graded):
 def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
     """The module's scheduler was started as docs/instructors.md says: Dask alone, none of the
     course's tools (before the test that kills it)."""
-    from utils.cluster import Cluster, _task
+    from utils.cluster.runner import Cluster, task
 
     c = Cluster.connect(loopback["cluster"].address, lambda *a: None)
     try:
@@ -182,7 +182,8 @@ def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
         assert c.client.run_on_scheduler(lambda: __import__("importlib.util").util.find_spec("utils")) is None
         # ...yet it answered the grader (allowed-failures) and runs the course's tasks on a worker
         assert c.allowed_failures == 3
-        assert c.client.submit(_task("scheduler_address"), "tcp://h:1", pure=False).result(timeout=120) == "tcp://h:1"
+        threads = c.client.submit(task("kernel_threads"), 3, {"COURSE_KERNEL_THREADS": "5"}, pure=False)
+        assert threads.result(timeout=120)["OMP_NUM_THREADS"] == "5"
     finally:
         c.client.close()
 
@@ -239,7 +240,8 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
     # A rerun after a run that stopped with two of the three recorded (its journal, as that run
     # would have left it): only the third is graded again, the two keep their grades.
-    from utils.cluster import JOURNAL, Journal, fingerprint, lesson_key
+    from utils.cluster.journal import JOURNAL, Journal, lesson_key
+    from utils.cluster.worker_check import fingerprint
     from utils.grade import _hash_tree
 
     assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
@@ -269,7 +271,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
     # (the workers have been checked): one line on stderr, exit 1, and no grades.csv left over
     # from the runs before to pass for this one's.
-    from utils.cluster import Cluster
+    from utils.cluster.runner import Cluster
     from utils.coursedir import kill_tree
 
     template = Cluster._template
@@ -322,7 +324,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     assert not (course / "grades.csv").exists()
     # under the nanny (which sets those variables to 1 for its worker), each kernel got the worker's
     # cores split between its threads (--nthreads 1: all of them), as the docs say
-    from utils.cluster import kernel_threads
+    from utils.cluster.tasks import kernel_threads
 
     share = kernel_threads(1, {})["OMP_NUM_THREADS"]
     for s in KILL_STUDENTS:
@@ -336,10 +338,10 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
 def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     from types import SimpleNamespace
 
-    from utils.cluster import fingerprint, worker_problem
+    from utils.cluster.worker_check import fingerprint, worker_problem
 
-    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
-    monkeypatch.setattr("utils.sandbox.start_problem", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w7", address="tcp://10.0.0.7:40000")
     expected = fingerprint()
     package = sorted(k for k in expected if k.startswith("course package: "))
@@ -347,7 +349,7 @@ def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     line = worker_problem({**expected, package[0]: "0" * 64}, (True, "bwrap"), worker)
     assert line.startswith("worker w7 (tcp://10.0.0.7:40000, host ") and "\n" not in line
     assert f"its course package differ from the grader's ({package[0]})" in line
-    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: "bwrap is not installed")
+    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: "bwrap is not installed")
     line = worker_problem(expected, (True, "bwrap"), worker)
     assert line.endswith("the autograding sandbox cannot run there: bwrap is not installed")
 
@@ -356,10 +358,10 @@ def test_a_worker_with_other_grading_tools_refuses_in_one_line(tmp_path, monkeyp
     import shutil
     from types import SimpleNamespace
 
-    from utils.cluster import fingerprint, worker_problem
+    from utils.cluster.worker_check import fingerprint, worker_problem
 
-    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
-    monkeypatch.setattr("utils.sandbox.start_problem", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w8", address="tcp://10.0.0.8:40000")
     expected = fingerprint()
     assert "utils/grading/reference.py" in expected and "utils/grade.py" in expected
@@ -379,7 +381,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
     pytest.importorskip("distributed")
     from distributed.scheduler import KilledWorker
 
-    from utils.cluster import Cluster
+    from utils.cluster.runner import Cluster
     from utils.coursedir import ToolError
     from utils.grade import GradeRun, Outcome, Plan
 
@@ -404,7 +406,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
 
 
 def test_scheduler_address_from_option_or_environment(monkeypatch):
-    from utils.cluster import scheduler_address
+    from utils.cluster.address import scheduler_address
 
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     assert scheduler_address(None) is None
@@ -412,10 +414,53 @@ def test_scheduler_address_from_option_or_environment(monkeypatch):
     assert scheduler_address(None) == "tcp://h:8786" and scheduler_address("tcp://o:1") == "tcp://o:1"
 
 
+def test_a_key_task_that_no_worker_finishes_stops_in_one_line(tmp_path, monkeypatch):
+    """The reference's cache key, which one worker computes before anything is graded, is waited
+    for KEY_WAIT s at most, then one line (workers busy with other work, or stuck)."""
+    from types import SimpleNamespace
+
+    from utils.cluster import runner
+    from utils.coursedir import ToolError
+
+    waited = []
+
+    class NeverDone:
+        def result(self, timeout=None):
+            waited.append(timeout)
+            raise TimeoutError()
+
+    client = SimpleNamespace(nthreads=lambda: {"tcp://w:1": 1}, run=lambda *a: {"tcp://w:1": None},
+                             submit=lambda *a, **k: NeverDone(), status="running")
+    monkeypatch.setattr(runner, "lesson_spec", lambda *a: {"expected": {}, "sandbox": (False, "")})
+    cluster = runner.Cluster("tcp://h:1", print, client, dashboard="http://h:8787/status")
+    g = SimpleNamespace(root=tmp_path, settings=None, extra=[], watchdog=1.0, workers=1)
+    (tmp_path / "submitted" / "bo" / "01_x").mkdir(parents=True)
+    with pytest.raises(ToolError) as err:
+        cluster._plan(g, "01_x", ["bo"], {"01_x": ("x.ipynb", set())})
+    assert waited == [runner.KEY_WAIT] and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"01_x: no worker computed the reference's cache key within {runner.KEY_WAIT:.0f} s")
+    assert "(http://h:8787/status)" in str(err.value)
+
+
+def test_the_benchmark_command_line(capsys):
+    """python -m utils.cluster bench: its command line (the benchmark itself grades for minutes)."""
+    pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
+    from utils.cluster.bench import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m utils.cluster") and "--workers" in out
+    with pytest.raises(SystemExit) as wrong:
+        main(["benchmark"])
+    assert wrong.value.code == 2 and "invalid choice: 'benchmark'" in capsys.readouterr().err
+
+
 # --- addresses that are not a scheduler, a cluster without workers, a scheduler lost --------------
 
 def _one_line_refusal(address: str, match: str, **options) -> str:
-    from utils.cluster import Cluster
+    from utils.cluster.runner import Cluster
     from utils.coursedir import ToolError
 
     start = time.monotonic()
@@ -456,7 +501,7 @@ def test_a_dashboard_url_a_closed_port_and_another_service_each_give_one_line():
 
 def test_a_cluster_without_workers_gives_one_line_after_a_bounded_wait(tmp_path):
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
-    from utils.cluster import loopback_cluster
+    from utils.cluster.loopback import loopback_cluster
 
     with loopback_cluster(0, tmp_path / "cluster") as cluster:
         line, seconds = _one_line_refusal(cluster.address, "has no workers (waited 2 s)", wait=2)
