@@ -1,18 +1,25 @@
-"""Grading on a real Dask cluster (utils/cluster.py): a `dask scheduler` and two `dask worker`
-processes on loopback (free ports, --nthreads 1, each its own scratch folder as TMPDIR, as on two
-machines sharing the course folder), a real PostgreSQL gradebook (tests/test_postgres.py's server).
+"""Grading on a real Dask cluster (utils/cluster/): a `dask scheduler` and two `dask worker`
+processes on loopback (free ports, --nthreads 1, each its own scratch folder as TMPDIR), started
+once for the module: both workers share no disk with the grader (each in a mount namespace of its
+own where the course folder is empty, from its own clone of the repository at another path), a
+real PostgreSQL gradebook (tests/test_postgres.py's server).
 
-One class, cheap on purpose: the three sample students of each lesson (reference answers, the
-untouched release, plausible mistakes). It is graded once on the cluster (fresh reference cache:
-the reference runs there, once per lesson) and compared cell by cell with the same submissions
-graded locally by utils.grade's workers: the test session's one grading of each lesson
-(tests/grading_runs.py), which the lesson tests read too, so no class is graded twice locally.
-The reference's observations on the cluster are compared value for value with the local run's
-(the lessons' determinism check: two runs in two processes).
-The second test grades the small synthetic lesson (tests/conftest.py) on a fresh gradebook: three
+One class, cheap on purpose: lesson 1's three sample students (reference answers, the untouched
+release, plausible mistakes), graded once on the cluster (fresh reference cache: the reference runs
+there) and compared cell by cell with the same submissions graded locally by utils.grade's
+workers: the test session's one grading of the lesson (tests/grading_runs.py), which the lesson
+tests read too, so nothing is graded twice locally. The reference's observations on a worker are
+compared value for value with the local run's (lesson 1 runs the toy model in torch, whose results
+depend on the kernel's library threads, which differ there). One lesson proves what the cluster
+adds; every lesson's reference graded as a student in a second kernel gets full marks in
+test_lessons.py.
+Then, on the same cluster, the small synthetic lesson (tests/conftest.py) on a fresh gradebook: three
 submissions whose first cell waits a few seconds (time to kill a worker mid-submission, with almost
-no CPU spent), SIGKILLs a worker while it grades one, and checks every submission graded exactly
-once, with full marks.
+no CPU spent); a worker is SIGKILLed while it grades one, and every submission is graded exactly
+once, with full marks; a rerun after a run that stopped grades only what was not recorded (and a
+submission whose planning crashes scores 0 with its reason); last, the scheduler is lost mid-run
+(one line, no stale export). That test ends the module's cluster, so it comes last of those that
+use it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -31,7 +39,7 @@ import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
-from utils.coursedir import REPO, lessons, read_scores_url, scratch_course
+from utils.coursedir import REPO, read_scores_url, scratch_course
 from utils.demo import place_samples
 from utils.grade import CACHE, grade_lessons
 from utils.grading.reference import Reference
@@ -41,13 +49,14 @@ pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"
 # A submission that takes seconds on a worker, waiting rather than computing: the reference answer
 KILL_STUDENTS = ("ann", "bo", "cy")
+CRASH = "dee"   # a submission whose planning crashes (in the rerun)
 # (its kernel also prints the thread counts its numeric libraries were given)
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 SLOW_SQUARE = ("import os, time\nprint('threads:', ' '.join(os.environ.get(v, '-') for v in %r))\n"
                "time.sleep(5)\n\ndef square(x):\n    return x * x" % (THREAD_VARS,))
 SAMPLE_STUDENTS = (REFERENCE, RELEASE, MISTAKEN)
-for _lesson in lessons(REPO):   # utils.demo's three samples, graded locally once for the whole session
-    want(_lesson, {MISTAKEN: load_samples(_lesson)[0]})
+LESSON = "01_two_phases"   # the lesson graded on the cluster (the cheapest of the three to run)
+want(LESSON, {MISTAKEN: load_samples(LESSON)[0]})   # utils.demo's three samples, graded locally once per session
 
 
 def _need_cluster_tools():
@@ -90,29 +99,34 @@ def _csv_rows(course: Path) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def graded(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixture
+def loopback(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixture
+    """The module's cluster (two workers that cannot see the class's course folder) and that
+    course (lesson 1's samples, the PostgreSQL gradebook). The last test that uses it kills it."""
     _need_cluster_tools()
-    from utils.cluster import loopback_cluster
+    from utils.cluster.loopback import loopback_cluster
 
     base = tmp_path_factory.mktemp("dask")
-    names = lessons(REPO)
-    course = _class(base / "cluster-course", postgres_url, names)
+    course = _class(base / "cluster-course", postgres_url, [LESSON])
+    with loopback_cluster(2, base / "cluster", hide=(course,)) as cluster:
+        yield {"cluster": cluster, "course": course, "clone": base / "cluster" / "clone"}
+
+
+@pytest.fixture(scope="module")
+def graded(loopback, postgres_url):  # noqa: F811 - the imported fixture
+    from distributed import Client
+
+    cluster, course = loopback["cluster"], loopback["course"]
     out = io.StringIO()
     start = time.perf_counter()
-    # Both workers share no disk with the grader: each runs in a mount namespace of its own where
-    # the course folder is empty, from its own clone of the repository at another path.
-    with loopback_cluster(2, base / "cluster", hide=(course,)) as cluster:
-        from distributed import Client
-
-        with Client(cluster.address, set_as_default=False) as client:
-            seen = client.run(lambda: [os.path.exists(course / "submitted"), os.path.exists(course / "nbgrader_config.py"),
-                                       __import__("utils").__file__])
-        with contextlib.redirect_stdout(out):
-            run = grade_lessons(course, scheduler=cluster.address)
+    with Client(cluster.address, set_as_default=False) as client:
+        seen = client.run(lambda: [os.path.exists(course / "submitted"), os.path.exists(course / "nbgrader_config.py"),
+                                   __import__("utils").__file__])
+    with contextlib.redirect_stdout(out):
+        run = grade_lessons(course, scheduler=cluster.address)
     cluster_seconds = time.perf_counter() - start
     print(f"\ncluster run {cluster_seconds:.0f} s ({len(run.outcomes)} submissions)\n" + out.getvalue())
-    return {"course": course, "run": run, "out": out.getvalue(), "names": names, "postgres": postgres_url,
-            "seen": list(seen.values()), "clone": base / "cluster" / "clone"}
+    return {"course": course, "run": run, "out": out.getvalue(), "names": [LESSON], "postgres": postgres_url,
+            "seen": list(seen.values()), "clone": loopback["clone"]}
 
 
 def _local_scores(names) -> dict[tuple[str, str, str], float]:
@@ -129,7 +143,7 @@ def test_cluster_grades_like_a_local_run(graded):
     cluster_scores = _scores(graded["postgres"])
     assert cluster_scores == _local_scores(graded["names"]) and len(cluster_scores) > 0
     students = {(o.lesson, o.student) for o in run.outcomes}
-    assert len(students) == 9 and all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
+    assert len(students) == 3 and all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
     # every submission recorded once, once in grades.csv, once in the gradebook
     assert set(run.cluster["recorded"]) == students and set(run.cluster["recorded"].values()) == {1}
     rows = _csv_rows(course)
@@ -137,7 +151,7 @@ def test_cluster_grades_like_a_local_run(graded):
     # the reference ran once per lesson, on the cluster, into the shared cache
     assert set(run.cluster["references"]) == set(graded["names"])
     assert all(info["ran"] for info in run.cluster["references"].values())
-    assert len(list((course / CACHE).glob("*.json"))) == 3
+    assert len(list((course / CACHE).glob("*.json"))) == 1
     # and observed what the local run observed: the reference is deterministic across processes
     # and machines (the lesson tests check unique labels, and the reference graded as a student)
     for lesson in graded["names"]:
@@ -152,17 +166,35 @@ def test_cluster_grades_like_a_local_run(graded):
     assert not list((course / CACHE).glob("cluster-gradebook-*"))
     # both workers took a share; progress and the dashboard were shown
     assert sorted(w.split()[0] for w in run.cluster["workers"]) == ["worker-1", "worker-2"]
-    assert sum(run.cluster["workers"].values()) == 9
+    assert sum(run.cluster["workers"].values()) == 3
     assert "dashboard: http://127.0.0.1:" in out and "each worker's share: worker-1" in out
     assert list((course / "feedback" / "reference-solution").rglob("*.html"))
 
 
-def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, monkeypatch, capfd):  # noqa: F811
-    _need_cluster_tools()
+def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
+    """The module's scheduler was started as docs/instructors.md says: Dask alone, none of the
+    course's tools (before the test that kills it)."""
+    from utils.cluster.runner import Cluster, task
+
+    c = Cluster.connect(loopback["cluster"].address, lambda *a: None)
+    try:
+        # the scheduler cannot import the course's tools (its folder and path hold none)...
+        assert c.client.run_on_scheduler(lambda: __import__("importlib.util").util.find_spec("utils")) is None
+        # ...yet it answered the grader (allowed-failures) and runs the course's tasks on a worker
+        assert c.allowed_failures == 3
+        threads = c.client.submit(task("kernel_threads"), 3, {"COURSE_KERNEL_THREADS": "5"}, pure=False)
+        assert threads.result(timeout=120)["OMP_NUM_THREADS"] == "5"
+    finally:
+        c.client.close()
+
+
+def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres_url, tmp_path, monkeypatch,  # noqa: F811
+                                                     capfd):
+    """On the module's cluster, after the class was graded there (`graded`: this test kills a worker
+    and then the scheduler, so it runs last of the tests that use the cluster)."""
     from distributed import Client
 
     from conftest import SYNTH, make_course, synthetic_cells
-    from utils.cluster import loopback_cluster
     from utils.coursedir import submission_from
 
     db = _database(postgres_url, "gradebook_kill")
@@ -177,69 +209,84 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
                        str(course / "submitted" / student / SYNTH / "synthetic.ipynb"))
     killed: dict[str, str] = {}
 
-    with loopback_cluster(2, tmp_path / "cluster") as cluster:
-        def killer():
-            """SIGKILL worker-1 once its nbgrader has been grading a submission for 3 seconds."""
-            victim = cluster.workers["worker-1"]
-            with Client(cluster.address, set_as_default=False) as client:
-                address = next(a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "worker-1")
-                since = None
-                deadline = time.monotonic() + 600
-                while time.monotonic() < deadline and victim.poll() is None:
-                    keys = [k for k in client.processing().get(address, ()) if str(k).startswith("grade-")]
-                    started = list(cluster.scratch["worker-1"].glob(f"grade-{SYNTH}-*"))
-                    if keys and started:
-                        since = since or time.monotonic()
-                        if time.monotonic() - since > 3:
-                            killed["key"] = str(keys[0])
-                            cluster.kill_worker("worker-1")
-                            return
-                    time.sleep(0.3)
+    cluster = loopback["cluster"]
+    def killer():
+        """SIGKILL worker-1 once its nbgrader has been grading a submission for 3 seconds."""
+        victim = cluster.workers["worker-1"]
+        with Client(cluster.address, set_as_default=False) as client:
+            address = next(a for a, w in client.scheduler_info()["workers"].items() if w["name"] == "worker-1")
+            since = None
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline and victim.poll() is None:
+                keys = [k for k in client.processing().get(address, ()) if str(k).startswith("grade-")]
+                started = list(cluster.scratch["worker-1"].glob(f"grade-{SYNTH}-*"))
+                if keys and started:
+                    since = since or time.monotonic()
+                    if time.monotonic() - since > 3:
+                        killed["key"] = str(keys[0])
+                        cluster.kill_worker("worker-1")
+                        return
+                time.sleep(0.3)
 
-        thread = threading.Thread(target=killer, daemon=True)
-        thread.start()
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            run = grade_lessons(course, [SYNTH], scheduler=cluster.address)
-        thread.join(timeout=60)
-        print(out.getvalue())
-        rows = sorted(_csv_rows(course))
-        # the feedback, made by two nbgrader processes at once (one per core of this grader)
-        feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
-        # A rerun after a run that stopped with two of the three recorded (its journal, as that run
-        # would have left it): only the third is graded again, the two keep their grades.
-        from utils.cluster import JOURNAL, Journal, fingerprint, lesson_key
-        from utils.grade import _hash_tree
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run = grade_lessons(course, [SYNTH], scheduler=cluster.address)
+    thread.join(timeout=60)
+    print(out.getvalue())
+    rows = sorted(_csv_rows(course))
+    # the feedback, made by two nbgrader processes at once (one per core of this grader)
+    feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
+    # A rerun after a run that stopped with two of the three recorded (its journal, as that run
+    # would have left it): only the third is graded again, the two keep their grades.
+    from utils.cluster.journal import JOURNAL, Journal, lesson_key
+    from utils.cluster.worker_check import fingerprint
+    from utils.grade import _hash_tree
 
-        assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
-        journal, kept = Journal(course), list(KILL_STUDENTS[:2])
-        key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], [])   # the workers' key
-        for s in kept:
-            journal.add(SYNTH, key, s, _hash_tree(course / "submitted" / s / SYNTH))
-        with contextlib.redirect_stdout(io.StringIO()) as out2:
-            rerun = grade_lessons(course, [SYNTH], scheduler=cluster.address, feedback=False)
-        print(out2.getvalue())
-        rerun_rows = sorted(_csv_rows(course))
-        # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
-        # (the workers have been checked): one line on stderr, exit 1, and no grades.csv left over
-        # from the runs before to pass for this one's.
-        from utils import grade
-        from utils.cluster import Cluster
-        from utils.coursedir import kill_tree
+    assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
+    journal, kept = Journal(course), list(KILL_STUDENTS[:2])
+    key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], [])   # the workers' key
+    for s in kept:
+        journal.add(SYNTH, key, s, _hash_tree(course / "submitted" / s / SYNTH))
+    # A fourth submission, new since, whose planning crashes (utils.grade.preflight raises on it,
+    # as on a hostile file it cannot handle): it scores 0 with the reason, the rest is graded.
+    from utils import grade
 
-        template = Cluster._template
+    shutil.copytree(course / "submitted" / KILL_STUDENTS[0], course / "submitted" / CRASH)
+    preflight = grade.preflight
 
-        def and_lose_the_scheduler(self, g, lesson):
-            kill_tree(cluster.scheduler.pid)
-            cluster.scheduler.wait()
-            return template(self, g, lesson)
+    def crashing(root, lesson, student, known=None):
+        if student == CRASH:
+            raise RuntimeError("the planner choked on it\nand a traceback nobody should read")
+        return preflight(root, lesson, student, known)
 
-        monkeypatch.setattr(Cluster, "_template", and_lose_the_scheduler)
-        assert (course / "grades.csv").is_file()
-        capfd.readouterr()
-        rc = grade.main(["--course", str(course), "--scheduler", cluster.address])
-        lost_out, lost_err = capfd.readouterr()
-        print(lost_out, lost_err)
+    monkeypatch.setattr(grade, "preflight", crashing)
+    with contextlib.redirect_stdout(io.StringIO()) as out2:
+        rerun = grade_lessons(course, [SYNTH], scheduler=cluster.address, feedback=False)
+    print(out2.getvalue())
+    monkeypatch.undo()
+    rerun_rows = sorted(_csv_rows(course))
+    shutil.rmtree(course / "submitted" / CRASH)
+    # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
+    # (the workers have been checked): one line on stderr, exit 1, and no grades.csv left over
+    # from the runs before to pass for this one's.
+    from utils.cluster.runner import Cluster
+    from utils.coursedir import kill_tree
+
+    template = Cluster._template
+
+    def and_lose_the_scheduler(self, g, lesson):
+        kill_tree(cluster.scheduler.pid)
+        cluster.scheduler.wait()
+        return template(self, g, lesson)
+
+    monkeypatch.setattr(Cluster, "_template", and_lose_the_scheduler)
+    assert (course / "grades.csv").is_file()
+    capfd.readouterr()
+    rc = grade.main(["--course", str(course), "--scheduler", cluster.address])
+    lost_out, lost_err = capfd.readouterr()
+    print(lost_out, lost_err)
 
     assert "key" in killed, "worker-1 was never seen grading a submission"
     victim = next(s for (_, s) in run.cluster["recorded"] if killed["key"].startswith(f"grade-{SYNTH}-{s}-"))
@@ -250,8 +297,8 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
     assert rows == sorted(students)
     assert feedback == sorted(KILL_STUDENTS), feedback
     assert run.cluster["feedback_processes"] == {SYNTH: min(3, os.cpu_count() or 1)}
-    assert _scores(db) == {(SYNTH, s, cell): points for s in KILL_STUDENTS
-                           for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
+    assert {k: v for k, v in _scores(db).items() if k[1] != CRASH} == {
+        (SYNTH, s, cell): points for s in KILL_STUDENTS for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
     # the killed worker's submission was graded again on the other one, and says so
     assert f"{SYNTH}/{victim}" in run.cluster["retried"]
     note = next(o for o in run.outcomes if o.student == victim).notes
@@ -259,9 +306,14 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
     assert all(w.startswith("worker-2") for w in run.cluster["workers"]), run.cluster["workers"]
     assert rerun.cluster["resumed"] == [f"{SYNTH}/{s}" for s in KILL_STUDENTS[:2]]
     assert set(rerun.cluster["recorded"]) == {(SYNTH, KILL_STUDENTS[2])}
-    assert all(o.status == "graded" for o in rerun.outcomes) and rerun_rows == sorted(students)
-    assert _scores(db) == {(SYNTH, s, cell): points for s in KILL_STUDENTS
-                           for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
+    crashed = next(o for o in rerun.outcomes if o.student == CRASH)
+    assert crashed.status == "zero" and crashed.reason == \
+        "the submission could not be read for grading (the planner choked on it)", crashed.line()
+    assert all(o.status == "graded" for o in rerun.outcomes if o.student != CRASH)
+    assert rerun_rows == sorted(students | {(SYNTH, CRASH)})
+    assert {cell: v for (_, s, cell), v in _scores(db).items() if s == CRASH} == {"square_test": 0.0, "quiz_q1_test": 0.0}
+    assert {k: v for k, v in _scores(db).items() if k[1] != CRASH} == {
+        (SYNTH, s, cell): points for s in KILL_STUDENTS for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
     assert "2 submission(s) recorded by an earlier run that stopped are kept" in out2.getvalue()
     assert not (course / CACHE / JOURNAL).exists()
     lines = [line for line in lost_err.splitlines() if line.strip()]
@@ -272,7 +324,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
     assert not (course / "grades.csv").exists()
     # under the nanny (which sets those variables to 1 for its worker), each kernel got the worker's
     # cores split between its threads (--nthreads 1: all of them), as the docs say
-    from utils.cluster import kernel_threads
+    from utils.cluster.tasks import kernel_threads
 
     share = kernel_threads(1, {})["OMP_NUM_THREADS"]
     for s in KILL_STUDENTS:
@@ -286,10 +338,10 @@ def test_a_worker_killed_mid_submission_costs_nothing(postgres_url, tmp_path, mo
 def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     from types import SimpleNamespace
 
-    from utils.cluster import fingerprint, worker_problem
+    from utils.cluster.worker_check import fingerprint, worker_problem
 
-    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
-    monkeypatch.setattr("utils.sandbox.start_problem", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w7", address="tcp://10.0.0.7:40000")
     expected = fingerprint()
     package = sorted(k for k in expected if k.startswith("course package: "))
@@ -297,7 +349,7 @@ def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     line = worker_problem({**expected, package[0]: "0" * 64}, (True, "bwrap"), worker)
     assert line.startswith("worker w7 (tcp://10.0.0.7:40000, host ") and "\n" not in line
     assert f"its course package differ from the grader's ({package[0]})" in line
-    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: "bwrap is not installed")
+    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: "bwrap is not installed")
     line = worker_problem(expected, (True, "bwrap"), worker)
     assert line.endswith("the autograding sandbox cannot run there: bwrap is not installed")
 
@@ -306,10 +358,10 @@ def test_a_worker_with_other_grading_tools_refuses_in_one_line(tmp_path, monkeyp
     import shutil
     from types import SimpleNamespace
 
-    from utils.cluster import fingerprint, worker_problem
+    from utils.cluster.worker_check import fingerprint, worker_problem
 
-    monkeypatch.setattr("utils.sandbox.unavailable", lambda bwrap: None)
-    monkeypatch.setattr("utils.sandbox.start_problem", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.cluster.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w8", address="tcp://10.0.0.8:40000")
     expected = fingerprint()
     assert "utils/grading/reference.py" in expected and "utils/grade.py" in expected
@@ -329,7 +381,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
     pytest.importorskip("distributed")
     from distributed.scheduler import KilledWorker
 
-    from utils.cluster import Cluster
+    from utils.cluster.runner import Cluster
     from utils.coursedir import ToolError
     from utils.grade import GradeRun, Outcome, Plan
 
@@ -354,7 +406,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
 
 
 def test_scheduler_address_from_option_or_environment(monkeypatch):
-    from utils.cluster import scheduler_address
+    from utils.cluster.address import scheduler_address
 
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     assert scheduler_address(None) is None
@@ -362,28 +414,53 @@ def test_scheduler_address_from_option_or_environment(monkeypatch):
     assert scheduler_address(None) == "tcp://h:8786" and scheduler_address("tcp://o:1") == "tcp://o:1"
 
 
-# --- a scheduler as the docs start it: Dask alone, none of the course's tools ------------------------
+def test_a_key_task_that_no_worker_finishes_stops_in_one_line(tmp_path, monkeypatch):
+    """The reference's cache key, which one worker computes before anything is graded, is waited
+    for KEY_WAIT s at most, then one line (workers busy with other work, or stuck)."""
+    from types import SimpleNamespace
 
-def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(tmp_path):
+    from utils.cluster import runner
+    from utils.coursedir import ToolError
+
+    waited = []
+
+    class NeverDone:
+        def result(self, timeout=None):
+            waited.append(timeout)
+            raise TimeoutError()
+
+    client = SimpleNamespace(nthreads=lambda: {"tcp://w:1": 1}, run=lambda *a: {"tcp://w:1": None},
+                             submit=lambda *a, **k: NeverDone(), status="running")
+    monkeypatch.setattr(runner, "lesson_spec", lambda *a: {"expected": {}, "sandbox": (False, "")})
+    cluster = runner.Cluster("tcp://h:1", print, client, dashboard="http://h:8787/status")
+    g = SimpleNamespace(root=tmp_path, settings=None, extra=[], watchdog=1.0, workers=1)
+    (tmp_path / "submitted" / "bo" / "01_x").mkdir(parents=True)
+    with pytest.raises(ToolError) as err:
+        cluster._plan(g, "01_x", ["bo"], {"01_x": ("x.ipynb", set())})
+    assert waited == [runner.KEY_WAIT] and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"01_x: no worker computed the reference's cache key within {runner.KEY_WAIT:.0f} s")
+    assert "(http://h:8787/status)" in str(err.value)
+
+
+def test_the_benchmark_command_line(capsys):
+    """python -m utils.cluster bench: its command line (the benchmark itself grades for minutes)."""
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
-    from utils.cluster import Cluster, _task, loopback_cluster
+    from utils.cluster.bench import main
 
-    with loopback_cluster(1, tmp_path / "cluster", nanny=False) as cluster:
-        c = Cluster.connect(cluster.address, lambda *a: None)
-        try:
-            # the scheduler cannot import the course's tools (its folder and path hold none)...
-            assert c.client.run_on_scheduler(lambda: __import__("importlib.util").util.find_spec("utils")) is None
-            # ...yet it answered the grader (allowed-failures) and runs the course's tasks on a worker
-            assert c.allowed_failures == 3
-            assert c.client.submit(_task("scheduler_address"), "tcp://h:1", pure=False).result(timeout=120) == "tcp://h:1"
-        finally:
-            c.client.close()
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m utils.cluster") and "--workers" in out
+    with pytest.raises(SystemExit) as wrong:
+        main(["benchmark"])
+    assert wrong.value.code == 2 and "invalid choice: 'benchmark'" in capsys.readouterr().err
 
 
 # --- addresses that are not a scheduler, a cluster without workers, a scheduler lost --------------
 
 def _one_line_refusal(address: str, match: str, **options) -> str:
-    from utils.cluster import Cluster
+    from utils.cluster.runner import Cluster
     from utils.coursedir import ToolError
 
     start = time.monotonic()
@@ -424,7 +501,7 @@ def test_a_dashboard_url_a_closed_port_and_another_service_each_give_one_line():
 
 def test_a_cluster_without_workers_gives_one_line_after_a_bounded_wait(tmp_path):
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
-    from utils.cluster import loopback_cluster
+    from utils.cluster.loopback import loopback_cluster
 
     with loopback_cluster(0, tmp_path / "cluster") as cluster:
         line, seconds = _one_line_refusal(cluster.address, "has no workers (waited 2 s)", wait=2)

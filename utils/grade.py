@@ -18,7 +18,7 @@ another its grade: a worker that fails on several is retried on each alone. Exit
 submission scored zero as unusable, a WARNING was printed, or feedback or the export failed.
 Workers (default: the CPU cores) each run on their own cores (see the benchmark in docs).
 With --scheduler (or DASK_SCHEDULER_ADDRESS) the run step is one task per submission on a Dask
-cluster instead (utils/cluster.py); plan, record and report stay here.
+cluster instead (utils/cluster/); plan, record and report stay here.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from pathlib import Path
 
 import nbformat
 
+from utils.cluster.address import scheduler_address
 from utils.coursedir import (REPO, ToolError, escaped, lessons, log_tail, nbgrader, nbgrader_meta, read_scores_url,
                              resolve_lessons, score_table, shown, source_notebook)
 from utils.grading.well_formed import well_formed
@@ -538,7 +539,7 @@ class GradeRun:
     logs: dict[str, str] = field(default_factory=dict)
     lesson_seconds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)   # feedback or export that failed
-    cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (utils/cluster.py)
+    cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (utils/cluster/)
 
 
 @dataclass
@@ -553,7 +554,7 @@ class Grading:
     say: object
     run: GradeRun = field(default_factory=GradeRun)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    cluster: object = None           # a utils.cluster.Cluster: the run step on Dask workers
+    cluster: object = None           # a utils.cluster.runner.Cluster: the run step on Dask workers
 
     def nbgrader(self, args: list[str]):
         return nbgrader([*args, f"--CourseDirectory.db_url={self.settings.db_url}"], cwd=self.root, check=False)
@@ -608,13 +609,13 @@ def grade_lesson(g: Grading, lesson: str, known, with_feedback: bool = True) -> 
     built = g.nbgrader(["generate_assignment", lesson, "--force"])
     if built.rc != 0:
         raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{built.log[-3000:]}")
-    if g.cluster is not None:   # --scheduler: one Dask task per submission (utils/cluster.py)
+    if g.cluster is not None:   # --scheduler: one Dask task per submission (utils/cluster/)
         p = g.cluster.grade(g, lesson, students, known)
     else:
         p = plan(g.root, lesson, students, known)
         run_lesson(g, p)
     record_lesson(g, p)
-    if with_feedback:   # on a cluster, in parallel on the grader's cores (utils/cluster.py)
+    if with_feedback:   # on a cluster, in parallel on the grader's cores (utils/cluster/)
         (g.cluster.feedback if g.cluster is not None else write_feedback)(g, lesson)
     report(g, p)
     g.run.lesson_seconds[lesson] = time.perf_counter() - start
@@ -628,8 +629,6 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
                   feedback: bool = True, export: bool = True, quiet: bool = False,
                   scheduler: str | None = None) -> GradeRun:
     """Grade every submission of the named lessons (all when none); see the module doc."""
-    from utils.cluster import scheduler_address
-
     root = Path(root).resolve()
     settings = course_settings(root, db_url)
     address = scheduler_address(scheduler)   # None: local workers, as always
@@ -642,7 +641,9 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
     known = _lesson_ids(root)
     names = resolve_lessons(names or [], root)
     if address is not None:
-        from utils.cluster import Cluster
+        # here, not at the top: the runner imports this module's planning and recording
+        from utils.cluster.runner import Cluster
+
         g.cluster = Cluster.connect(address, g.say, root=root)
     if export:   # an export left by an earlier run must not pass for this one's, should it stop early
         stale = root / "grades.csv"
