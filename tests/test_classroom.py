@@ -1,4 +1,5 @@
-"""utils.classroom's checks that need no users (and, but for the kernel spec's owner, no root): the class list, names, who can run what.
+"""utils.classroom's checks that need no users (and no root, but for the kernel spec's owner): the
+class list, names, who can run what.
 The whole setup runs in tests/test_hub_classroom.py."""
 
 from __future__ import annotations
