@@ -1,4 +1,5 @@
-"""utils.classroom's checks that need no users or root: the class list, names, who can run what.
+"""utils.classroom's checks that need no users (and no root, but for the kernel spec's owner): the
+class list, names, who can run what.
 The whole setup runs in tests/test_hub_classroom.py."""
 
 from __future__ import annotations
@@ -233,3 +234,24 @@ def test_an_origin_per_user_needs_https():
     with pytest.raises(ToolError, match="such as"):
         classroom.check_bind(_room(subdomain_host="class.example.org/path"))
 
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the kernel spec is made root's (chown)")
+def test_the_kernel_spec_turns_the_debugger_off_without_writing_through_a_link(tmp_path):
+    spec = tmp_path / "env" / "share" / "jupyter" / "kernels" / "python3" / "kernel.json"
+    spec.parent.mkdir(parents=True)
+    shared = tmp_path / "other-env-kernel.json"   # the file another environment holds, hard-linked
+    shared.write_text('{"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"], '
+                      '"display_name": "Python 3 (ipykernel)", "language": "python", '
+                      '"metadata": {"debugger": true, "supported_encryption": ["curve"]}}')
+    os.link(shared, spec)
+    room = classroom.Classroom("teacher", ["alice"], prefix=str(tmp_path), env=str(tmp_path / "env"))
+    classroom.kernel_spec(room)
+    import json
+    got = json.loads(spec.read_text())
+    assert got["metadata"] == {"debugger": False, "supported_encryption": ["curve"]}, got
+    assert got["argv"][-1] == "{connection_file}" and (spec.stat().st_mode & 0o7777) == 0o644
+    assert json.loads(shared.read_text())["metadata"]["debugger"] is True   # the other environment's untouched
+    done = len(room.actions)
+    classroom.kernel_spec(room)
+    assert len(room.actions) == done   # a second run changes nothing

@@ -11,7 +11,9 @@ can fail: the same probe run by the owner (or against a submission made by nbgra
 succeeds. And the class server's attacks of docs/instructors.md's threat model, as a student, each
 with its control: a classmate's kernel heard through loopback TCP, modules and a config planted in
 a submission, a script on a student's page with the instructor's cookies, the hub's ports taken
-while it is stopped, the checkout the class was set up from, sandbox folders left in /tmp.
+while it is stopped, the checkout the class was set up from, sandbox folders left in /tmp, the
+debugger's port. Last, the same class set up again with --subdomain-host and the hub restarted:
+each server on its own origin, host-only login cookies, no cross-origin read, a kernel run there.
 
 Everything lives under one temporary folder, apart from the users' entries in /etc/passwd,
 /etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
@@ -425,6 +427,7 @@ class Class:
                 "--course-dir", str(self.course),
                 "--profile-script", str(self.profile), "--address", f"127.0.0.1:{self.port}",
                 "--hub-port", str(self.hub_port), "--proxy-api-port", str(self.api_port)]
+        self.setup_args = args
         source = next(self.checkout.glob("source/*/*.ipynb"))
         assert _can(self.bob, f"cat {source} >/dev/null"), "the control: the clone was expected readable before the setup"
         t0 = time.monotonic()
@@ -509,6 +512,7 @@ def test_a_class_on_one_server(base):
         if not _can(room.instructor, "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev true"):
             pytest.skip("bubblewrap cannot start a sandbox as an unprivileged user here (user namespaces)")
         assert f"hub URL      http://127.0.0.1:{room.port}/" in first and "left to you" in first, first
+        assert "shares the hub's origin" in first and "WARNING" not in first, first   # loopback, one origin
         assert "changed this run: 0" in again and "installing" not in again, f"a second run changed things:\n{again}"
         _check_layout(room)
         _check_checkout(room)
@@ -606,6 +610,9 @@ def test_a_class_on_one_server(base):
         _check_one_origin(room)
         _check_ports_after_the_hub(room)
         TIMINGS["isolation checks and controls"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        _check_subdomains(room)
+        TIMINGS["the class again with --subdomain-host: setup, hub, two servers, checks"] = time.monotonic() - t0
     finally:
         if room.hub is not None:
             room.hub.stop()
@@ -667,6 +674,12 @@ def _check_kernels(room: Class, alice: Server) -> None:
     """A kernel in alice's server talks over Unix sockets in her own runtime folder: a classmate
     finds no port of it in /proc/net/tcp and cannot enter the folder. The controls: the same
     reading finds alice's server's own port; alice enters her folder."""
+    # JupyterLab's debugger (debugpy on a loopback TCP port, any client taken) off in the kernel
+    # spec every server of the class reads; the control: ipykernel's own spec turns it on
+    spec = alice.call("GET", "/api/kernelspecs").json()["kernelspecs"]["python3"]["spec"]
+    assert spec["metadata"].get("debugger") is False, spec
+    own = json.loads((Path(sys.prefix) / "share" / "jupyter" / "kernels" / "python3" / "kernel.json").read_text())
+    assert own["metadata"]["debugger"] is True, own
     r = alice.call("POST", "/api/kernels", json={"name": "python3"})
     assert r.status_code in (200, 201), r.text
     kid = r.json()["id"]
@@ -739,6 +752,148 @@ def _check_ports_after_the_hub(room: Class) -> None:
     taken = [p for p in (room.port, room.hub_port, room.api_port) if _can(room.bob, take.format(p))]
     assert taken == [], f"a student can listen on the hub's ports {taken}"
     assert _can(room.bob, take.format(0)), "the control: a student listens on an unprivileged port"
+
+
+class _LocalhostNames:
+    """Names under `domain` (a .localhost name) resolved to 127.0.0.1 in this process, as a
+    browser resolves every *.localhost name to loopback; the machine's /etc/hosts is untouched."""
+
+    def __init__(self, domain: str):
+        self.domain = domain
+
+    def __enter__(self):
+        self.real = socket.getaddrinfo
+
+        def resolve(host, *args, **kw):
+            if isinstance(host, str) and (host == self.domain or host.endswith("." + self.domain)):
+                host = "127.0.0.1"
+            return self.real(host, *args, **kw)
+        socket.getaddrinfo = resolve
+        return self
+
+    def __exit__(self, *exc):
+        socket.getaddrinfo = self.real
+
+
+def _run_in_kernel(requests, base: str, token: str, code: str) -> str:
+    """Start a kernel on the server at `base`, run `code` through the kernel's websocket, return
+    what it printed; the kernel is shut down after."""
+    import asyncio
+    import concurrent.futures
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+    auth = {"Authorization": f"token {token}"}
+    r = requests.post(f"{base}/api/kernels", json={"name": "python3"}, headers=auth, timeout=120)
+    assert r.status_code in (200, 201), r.text
+    kid = r.json()["id"]
+
+    async def run() -> str:
+        ws = await websocket_connect(HTTPRequest("ws" + base[4:] + f"/api/kernels/{kid}/channels", headers=auth))
+        try:
+            mid = uuid.uuid4().hex
+            await ws.write_message(json.dumps({
+                "header": {"msg_id": mid, "msg_type": "execute_request", "username": "", "session": uuid.uuid4().hex,
+                           "date": "", "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                            "allow_stdin": False, "stop_on_error": True}}))
+            out, end = "", time.monotonic() + 120
+            while True:
+                msg = json.loads(await asyncio.wait_for(ws.read_message(), max(1.0, end - time.monotonic())))
+                if msg.get("parent_header", {}).get("msg_id") != mid:
+                    continue
+                if msg["msg_type"] == "stream":
+                    out += msg["content"]["text"]
+                if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    return out
+        finally:
+            ws.close()
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, run()).result()
+    finally:
+        requests.delete(f"{base}/api/kernels/{kid}", headers=auth, timeout=60)
+
+
+def _check_subdomains(room: Class) -> None:
+    """The same class set up again by the one command with --subdomain-host
+    http://cTAG.localhost:PORT (names browsers resolve to loopback), the hub restarted: each user's
+    server on an origin of its own, NAME.cTAG.localhost. Each server answers only on its own
+    origin; the login cookies are host-only, so bob's origin receives none of the instructor's
+    (only the session id, which JupyterHub sets on the whole domain and which logs no one in);
+    a fetch from bob's origin to the instructor's server, with the instructor's cookies, gets no
+    CORS grant (the browser keeps the answer from the script) and is refused. The controls: bob's
+    server answers on its own origin; the same cookies reach the instructor's course on his own
+    origin; with the login cookie the hub knows him. Login, spawn and a kernel run through the
+    subdomain work."""
+    domain = f"c{room.tag}.localhost"
+    sub = f"http://{domain}:{room.port}"
+    out = _check(subprocess.run([*room.setup_args, "--subdomain-host", sub], capture_output=True, text=True, cwd="/"),
+                 "the one command with --subdomain-host")
+    assert json.loads((room.prefix / "classroom.json").read_text())["subdomain_host"] == sub
+    assert "shares the hub's origin" not in out, out
+    hub = room.hub = Hub(room)
+    who, bob = room.instructor, room.bob
+    for name in (who, bob):
+        hub.start_server(name)
+    for name in (who, bob):
+        hub.wait(lambda: hub.ready(name), 300, f"{name}'s server under its subdomain")
+    origin = {name: f"http://{name}.{domain}:{room.port}" for name in (who, bob)}
+    route = hub.api("GET", "/proxy").json()
+    assert f"{bob}.{domain}/user/{bob}/" in route and f"/user/{bob}/" not in route, sorted(route)
+    requests = hub.requests
+    with _LocalhostNames(domain):
+        # bob's server answers on its own origin (the control) and on no other
+        token = hub.user_token(bob)
+        auth = {"Authorization": f"token {token}"}
+        r = requests.get(f"{origin[bob]}/user/{bob}/api/status", headers=auth, timeout=60)
+        assert r.status_code == 200 and "kernels" in r.json(), (r.status_code, r.text[:300])
+        for elsewhere in (sub, origin[who], hub.url):
+            r = requests.get(f"{elsewhere}/user/{bob}/api/status", headers=auth, timeout=60, allow_redirects=False)
+            assert r.status_code != 200 or "kernels" not in r.text, f"bob's server answers on {elsewhere}"
+        # a kernel of bob's, run through his subdomain (websocket through the proxy's host route)
+        assert _run_in_kernel(requests, f"{origin[bob]}/user/{bob}", token, "print(6 * 7)").strip() == "42"
+
+        # the instructor logs in on the hub's origin and opens his server on his own
+        s = requests.Session()
+        nav = {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Dest": "document"}
+        s.headers.update(nav)
+        s.get(f"{sub}/hub/login", timeout=30)
+        r = s.post(f"{sub}/hub/login", timeout=60, data={"username": who, "password": room.users.passwords[who],
+                                                          "_xsrf": s.cookies.get("_xsrf", "")})
+        assert r.status_code == 200, (r.status_code, r.url)
+        page = s.get(f"{origin[who]}/user/{who}/api/contents/{COURSE_ID}", timeout=60)
+        assert page.status_code == 200 and '"source"' in page.text, (page.status_code, page.url, page.text[:300])
+        cookies = {(c.name, c.domain, c.domain_specified) for c in s.cookies}
+        shared = {c for c in cookies if c[2]}
+        assert {c[0] for c in shared} <= {"jupyterhub-session-id"}, f"cookies set for the whole domain: {shared}"
+        assert any(c[0] == f"jupyterhub-user-{who}" and c[1] == f"{who}.{domain}" for c in cookies), cookies
+        assert any(c[0] == "jupyterhub-hub-login" and c[1] == domain for c in cookies), cookies
+        # what a page on bob's origin sends: none of the login cookies
+        sent = requests.cookies.get_cookie_header(s.cookies, requests.Request("GET", f"{origin[bob]}/user/{bob}/").prepare()) or ""
+        assert {kv.split("=", 1)[0].strip() for kv in sent.split(";") if kv.strip()} == {"jupyterhub-session-id"}, sent
+        # the session id alone logs no one in; the control: with the login cookie the hub knows him
+        only = {"jupyterhub-session-id": next(c.value for c in s.cookies if c.name == "jupyterhub-session-id")}
+        r = requests.get(f"{sub}/hub/home", cookies=only, headers=nav, allow_redirects=False, timeout=30)
+        assert r.status_code == 302 and "/hub/login" in r.headers.get("Location", ""), (r.status_code, r.headers)
+        assert s.get(f"{sub}/hub/home", allow_redirects=False, timeout=30).status_code == 200
+        # a script on bob's page fetches the instructor's pages with his cookies (the browser sends
+        # them: the same site): no CORS grant for bob's origin, and refused
+        script = {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Site": "same-site", "Sec-Fetch-Dest": "empty",
+                  "Origin": origin[bob], "Referer": f"{origin[bob]}/user/{bob}/files/page.html"}
+        for path in (f"/user/{who}/api/contents/{COURSE_ID}/source/{LESSON}/{NB}", f"/user/{who}/lab"):
+            r = s.get(origin[who] + path, headers=script, allow_redirects=False, timeout=60)
+            assert "Access-Control-Allow-Origin" not in r.headers and "Access-Control-Allow-Credentials" not in r.headers, \
+                (path, dict(r.headers))
+            # refused: the server blocks a cross-origin API request (404), the hub's XSRF check a page (403)
+            assert r.status_code in (302, 403, 404) and '"source"' not in r.text, (path, r.status_code, r.text[:300])
+        r = s.options(origin[who] + f"/user/{who}/api/contents", timeout=60, headers={
+            **script, "Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "content-type"})
+        assert r.headers.get("Access-Control-Allow-Origin") is None, dict(r.headers)
+    room.hub.stop()
 
 
 def _mode(path: Path) -> int:

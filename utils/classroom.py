@@ -357,6 +357,41 @@ def kernel_config(room: Classroom) -> None:
             room.did(f"{path}: root's, mode 0644")
 
 
+# The Python kernel's spec in the shared environment, with JupyterLab's debugger switched off
+# (JupyterLab offers it only for a kernel whose spec says "debugger": true). Turned on, it makes
+# the kernel start debugpy, whose adapter listens on a loopback TCP port and takes any client
+# that connects, no key asked: a classmate could attach to the kernel whenever ipykernel's own
+# session is not attached (before it attaches, after the debugger is turned off) and run code
+# as its owner. A user's own kernel spec (~/.local/share/jupyter/kernels) can turn it back on
+# for her own kernels only.
+KERNEL_SPEC = {"argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+               "display_name": "Python 3 (ipykernel)", "language": "python",
+               "metadata": {"debugger": False}, "kernel_protocol_version": "5.5"}
+
+
+def kernel_spec(room: Classroom) -> None:
+    """KERNEL_SPEC as the environment's python3 kernel spec, root's, 0644 (the file ipykernel
+    installed is replaced, not written through: it may be a link shared with another environment)."""
+    path = Path(room.env) / "share" / "jupyter" / "kernels" / "python3" / "kernel.json"
+    old = {}
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    want = {**KERNEL_SPEC, **old, "metadata": {**old.get("metadata", {}), "debugger": False}}
+    text = json.dumps(want, indent=1, sort_keys=True) + "\n"
+    if path.is_symlink() or not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        path.write_text(text)
+        room.did(f"wrote {path} (JupyterLab's debugger off: debugpy would listen on loopback TCP)")
+    st = os.lstat(path)
+    if st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o644:
+        os.chown(path, 0, 0)
+        os.chmod(path, 0o644)
+        room.did(f"{path}: root's, mode 0644")
+
+
 def runtime_dirs(room: Classroom, names: list[str]) -> None:
     """PREFIX/run (root's, 0711) and in it each user's runtime folder PREFIX/run/UID (theirs,
     0700): the hub and the login shells point JUPYTER_RUNTIME_DIR there. Short, so that a
@@ -813,6 +848,7 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
         user_config(room, env_python, name, instructor=False)
     print("kernels, terminals and the hub's state", flush=True)
     kernel_config(room)
+    kernel_spec(room)
     runtime_dirs(room, [room.instructor, *room.students])
     profile_script(room)
     hub_state(room)
@@ -820,7 +856,13 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     quota_todo(room)
     todo = [f"start the hub as root: cd {room.hub_state} && {Path(room.env) / 'bin' / 'jupyterhub'} -f {hub} "
             "(e.g. as a systemd service: docs/instructors.md)"]
-    if not room.subdomain_host:
+    if not room.subdomain_host and (room.behind_proxy or room.ssl_cert):
+        todo.append("WARNING: the class is on the network and every user's server shares the hub's origin (one "
+                    "host, paths /user/NAME/): a page of a student's server that the instructor opens in the browser "
+                    "he is logged in with can read his pages and act as him. Rerun with --subdomain-host "
+                    "https://HOST (wildcard DNS *.HOST and a wildcard certificate) for an origin per user, or never "
+                    "open a link into a student's server in that browser (docs/instructors.md, threat model)")
+    elif not room.subdomain_host:
         todo.append("every user's server shares the hub's origin (one host, paths /user/NAME/): a student's page "
                     "opened by the instructor shares the instructor's browser origin; give --subdomain-host with "
                     "wildcard DNS and TLS for an origin per user (docs/instructors.md, threat model)")
