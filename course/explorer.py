@@ -51,8 +51,8 @@ def explorer_figure(calc: Calculator, model: str, gpu: str, batch: int, prompt_l
         raise ValueError(f"unknown dtype {weight_dtype!r} or {kv_dtype!r}; known: {', '.join(DTYPE_BYTES)}")
     pre = calc.prefill_step(cfg, batch, prompt_len, hw, weight_dtype, kv_dtype)
     dec = calc.decode_step(cfg, batch, context_len, hw, weight_dtype, kv_dtype)
-    held_weights = calc.param_count(cfg) * DTYPE_BYTES[weight_dtype]
-    fits = calc.max_batch(hw.memory_bytes, held_weights, dec["kv_bytes"] / (batch * context_len), context_len)
+    weight_memory = calc.param_count(cfg) * DTYPE_BYTES[weight_dtype]  # every parameter, the embedding table too
+    fits = calc.max_batch(hw.memory_bytes, weight_memory, dec["kv_bytes"] / (batch * context_len), context_len)
 
     fig, ax = plt.subplots(figsize=(7.5, 4.4))
     calc.plot_roofline(ax, hw.peak("bf16"), hw.bandwidth_bytes_per_s, [
@@ -92,7 +92,7 @@ def roofline_explorer(param_count: Callable, max_batch: Callable, prefill_step: 
         "gpu": widgets.Dropdown(options=list(CATALOG), value="A100 80GB SXM", description="GPU"),
         "batch": widgets.SelectionSlider(options=powers, value=1, description="batch"),
         "prompt_len": widgets.SelectionSlider(options=lengths, value=1024, description="prompt T"),
-        "context_len": widgets.SelectionSlider(options=lengths, value=1024, description="context S"),
+        "context_len": widgets.SelectionSlider(options=lengths, value=1024, description="context L"),
         "weight_dtype": widgets.Dropdown(options=WEIGHT_DTYPES, value="bf16", description="weights"),
         "kv_dtype": widgets.Dropdown(options=CACHE_DTYPES, value="bf16", description="KV cache"),
     }

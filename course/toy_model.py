@@ -300,14 +300,14 @@ class ToyTransformer(nn.Module):
 
     # --- sizes of the real module ----------------------------------------------------------
 
-    def weight_bytes(self) -> int:
-        """Bytes of every parameter."""
+    def weight_memory_bytes(self) -> int:
+        """Weight memory: the bytes every parameter holds, the embedding table included."""
         return sum(p.nbytes for p in self.parameters())
 
     def decode_weight_bytes(self) -> int:
-        """Bytes of the weights one decode step reads: all but the embedding table, of which it
-        reads one row per token (gpt-fast counts "bandwidth achieved" the same way)."""
-        return self.weight_bytes() - self.tok_embeddings.weight.nbytes
+        """Weight bytes, N b_w: what every forward pass streams of the weights, all but the embedding
+        table, of which it reads one row per token (gpt-fast counts "bandwidth achieved" the same way)."""
+        return self.weight_memory_bytes() - self.tok_embeddings.weight.nbytes
 
     @property
     def device(self) -> torch.device:

@@ -24,8 +24,8 @@ def fake_calculator(calls: list | None = None, broken: bool = False) -> Calculat
             raise NotImplementedError()
         return 1_000
 
-    def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
-        calls.append(("fit", memory_bytes, weight_bytes, kv_per_token, context_len))
+    def max_batch(memory_bytes, weight_memory_bytes, kv_per_token, context_len):
+        calls.append(("fit", memory_bytes, weight_memory_bytes, kv_per_token, context_len))
         return 8
 
     def step(kind):

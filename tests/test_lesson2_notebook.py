@@ -166,7 +166,7 @@ def _llama3_on_h100(reference):
         return {"matmul_flops": 2 * n * tokens, "weight_bytes": 2 * n, "attn_flops": attn_flops, "kv_bytes": kv_bytes,
                 "tokens": tokens}
 
-    dec = dicts(64, 64 * reference["attention_flops"](cfg, 1, 4095), 64 * 4096 * kv)
+    dec = dicts(64, 64 * reference["attention_flops"](cfg, 1, 4096), 64 * 4096 * kv)  # 4,096 positions cached
 
     def chunk(size, past):
         return dicts(size, reference["attention_flops"](cfg, size, past), (past + size) * kv)

@@ -1,8 +1,9 @@
 """Lesson 3 stays within its budget (quick: reads the source notebook only).
 
 - at most 3,000 words of text a student reads (markdown cells, split on whitespace), and a stated
-  time in the first cell of at most 105 minutes (what a tester who had not seen the lesson needed,
-  90 to 103 minutes; the lesson is meant to fit in 75);
+  time in the first cell of at most 95 minutes (a tester who had not seen the lesson needed 90 to
+  103 minutes with the ridge in tokens as an exercise and section 8 read; given and optional now,
+  about 80 to 95; the lesson is meant to fit in 75);
 - exercises lettered A, B, C, ... without a gap;
 - lesson 2's per-block floor said once (one max(...) in the text), the measuring harness in one
   paragraph (the rest is in course/timing.py);
@@ -41,7 +42,7 @@ def test_at_most_3000_words_and_the_time_stated(cells):
     assert words <= 3000, f"lesson 3 has {words} words of text"
     stated = re.search(r"\*\*Time:\*\* about (\d+)(?: to (\d+))? minutes", cells[0].source)
     assert stated, cells[0].source[:300]
-    assert int(stated.group(stated.lastindex)) <= 105, f"lesson 3 must fit in 105 minutes: {stated.group(0)}"
+    assert int(stated.group(stated.lastindex)) <= 95, f"lesson 3 must fit in 95 minutes: {stated.group(0)}"
     assert "load average" not in cells[0].source, "the header quotes one machine's load, not what a student meets"
 
 

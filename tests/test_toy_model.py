@@ -133,8 +133,8 @@ def test_count_kernel_flops_splits_the_weight_matmuls_from_attention():
 
 def test_decode_weight_bytes_leave_out_the_embedding_table():
     m = build_model(TINY)
-    assert m.weight_bytes() == sum(p.numel() for p in m.parameters()) * 4
-    assert m.weight_bytes() - m.decode_weight_bytes() == TINY.vocab_size * TINY.d_model * 4
+    assert m.weight_memory_bytes() == sum(p.numel() for p in m.parameters()) * 4
+    assert m.weight_memory_bytes() - m.decode_weight_bytes() == TINY.vocab_size * TINY.d_model * 4
 
 
 def test_narrower_keeps_layers_and_shrinks_bytes():

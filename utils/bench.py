@@ -316,9 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     model = build_model(preset, device, dtype)
     print(f"{preset}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters, "
-          f"{model.weight_bytes() / 1e9:.2f} GB in {dtype_name(dtype)} (built in {time.perf_counter() - t0:.1f} s)")
+          f"{model.weight_memory_bytes() / 1e9:.2f} GB in {dtype_name(dtype)} (built in {time.perf_counter() - t0:.1f} s)")
     record["preset"] = preset
-    if hw.l2_cache_bytes and model.weight_bytes() < 8 * hw.l2_cache_bytes:
+    if hw.l2_cache_bytes and model.weight_memory_bytes() < 8 * hw.l2_cache_bytes:
         print(f"  warning: the weights are under 8x the {hw.l2_cache_bytes / 2**20:.0f} MiB cache; "
               "decode may be served from cache")
     misses = []

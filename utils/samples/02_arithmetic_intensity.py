@@ -52,8 +52,8 @@ def kv_bytes_per_token(cfg, bytes_per_elem=2.0):
     return 2 * cfg.n_layers * cfg.n_heads * cfg.head_dim * bytes_per_elem
 
 
-def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
-    return max(0, math.floor((memory_bytes - weight_bytes) / (context_len * kv_per_token)))
+def max_batch(memory_bytes, weight_memory_bytes, kv_per_token, context_len):
+    return max(0, math.floor((memory_bytes - weight_memory_bytes) / (context_len * kv_per_token)))
 ''',
     # The full T x T square in prefill, as a plain kernel computes it, not the causal half.
     "attention_flops": '''
@@ -255,12 +255,12 @@ def kv_bytes_per_token(cfg, bytes_per_elem=2.0):
     return per_token
 
 
-def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
+def max_batch(memory_bytes, weight_memory_bytes, kv_per_token, context_len):
     per_sequence = context_len * kv_per_token
     batch = 0
     step = 1 << 40
     while step:  # grow the batch by halving steps while everything still fits
-        if weight_bytes + (batch + step) * per_sequence <= memory_bytes:
+        if weight_memory_bytes + (batch + step) * per_sequence <= memory_bytes:
             batch += step
         else:
             step //= 2
@@ -391,8 +391,8 @@ def kv_bytes_per_token(cfg, bytes_per_elem=2.0):
     return cfg.n_layers * 2 * cfg.n_kv_heads * cfg.head_dim * bytes_per_elem
 
 
-def max_batch(memory_bytes, weight_bytes, kv_per_token, context_len):
-    tokens = (memory_bytes - weight_bytes) // kv_per_token
+def max_batch(memory_bytes, weight_memory_bytes, kv_per_token, context_len):
+    tokens = (memory_bytes - weight_memory_bytes) // kv_per_token
     return int(max(tokens, 0) // context_len)
 ''',
     # The approximate causal count the text allows: n^2 / 2 pairs instead of n(n+1)/2.

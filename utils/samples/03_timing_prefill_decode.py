@@ -87,12 +87,6 @@ def generate_without_cache(model, prompt, n_out):
         sequence = torch.cat([prompt, token], dim=1)
     return torch.cat(out, dim=1)
 ''',
-    # The ridge point in FLOP/byte taken for tokens per pass: right only where a weight is 2 bytes.
-    "ridge_in_tokens": '''
-def ridge_in_tokens(peak_flops, bandwidth, bytes_per_weight):
-    positive(peak_flops=peak_flops, bandwidth=bandwidth, bytes_per_weight=bytes_per_weight)
-    return peak_flops / bandwidth
-''',
     # Question 1 answered with the common misconception that Python waits for the GPU.
     "quiz_answers": '''
 q1 = "a"
@@ -264,11 +258,6 @@ p2 = "C"
         "p3": '''
 p3 = "a "
 ''',
-        "ridge_in_tokens": '''
-def ridge_in_tokens(peak_flops, bandwidth, bytes_per_weight):
-    positive(peak_flops=peak_flops, bandwidth=bandwidth, bytes_per_weight=bytes_per_weight)
-    return 0.5 * bytes_per_weight * peak_flops / bandwidth
-''',
     },
     # Plain loops everywhere: a hand-written median, a running list of generated tokens; the given
     # argument checks deleted (they are not graded).
@@ -321,12 +310,6 @@ def predict_bounds(prompt_len, batch, n_params, weight_bytes, kv_bytes_per_token
             return compute
         return memory
     return {"ttft_s": floor(batch * prompt_len), "tpot_s": floor(batch)}
-''',
-        "ridge_in_tokens": '''
-def ridge_in_tokens(peak_flops, bandwidth, bytes_per_weight):
-    read_one_weight_s = bytes_per_weight / bandwidth
-    one_token_through_one_weight_s = 2 / peak_flops
-    return read_one_weight_s / one_token_through_one_weight_s
 ''',
         "p1": '''
 # TTFT: 2NP FLOPs grow with P past T*; TPOT: the same weights, a slightly longer cache
