@@ -343,18 +343,23 @@ KERNEL_CONFIG = {name: f"{MARK} from utils/student-lab/{name}\n" + (KERNEL_CONFI
 def kernel_config(room: Classroom) -> None:
     """KERNEL_CONFIG in the environment's etc/jupyter, root's, 0644."""
     folder = Path(room.env) / "etc" / "jupyter"
-    folder.mkdir(parents=True, exist_ok=True)
     for name, text in KERNEL_CONFIG.items():
-        path = folder / name
-        if path.is_symlink() or not path.is_file() or path.read_text() != text:
-            path.unlink(missing_ok=True)
-            path.write_text(text)
-            room.did(f"wrote {path} (kernels on Unix sockets in each user's runtime folder)")
-        st = os.lstat(path)
-        if st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o644:
-            os.chown(path, 0, 0)
-            os.chmod(path, 0o644)
-            room.did(f"{path}: root's, mode 0644")
+        root_file(room, folder / name, text, "kernels on Unix sockets in each user's runtime folder")
+
+
+def root_file(room: Classroom, path: Path, text: str, why: str) -> None:
+    """`text` at `path`, root's, mode 0644. A link or another file found there is removed and the
+    file written anew, never written through (it may be shared with another environment)."""
+    if path.is_symlink() or not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        path.write_text(text)
+        room.did(f"wrote {path} ({why})")
+    st = os.lstat(path)
+    if st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o644:
+        os.chown(path, 0, 0)
+        os.chmod(path, 0o644)
+        room.did(f"{path}: root's, mode 0644")
 
 
 # The Python kernel's spec in the shared environment, with JupyterLab's debugger switched off
@@ -380,16 +385,7 @@ def kernel_spec(room: Classroom) -> None:
         pass
     want = {**KERNEL_SPEC, **old, "metadata": {**old.get("metadata", {}), "debugger": False}}
     text = json.dumps(want, indent=1, sort_keys=True) + "\n"
-    if path.is_symlink() or not path.is_file() or path.read_text() != text:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.unlink(missing_ok=True)
-        path.write_text(text)
-        room.did(f"wrote {path} (JupyterLab's debugger off: debugpy would listen on loopback TCP)")
-    st = os.lstat(path)
-    if st.st_uid != 0 or stat.S_IMODE(st.st_mode) != 0o644:
-        os.chown(path, 0, 0)
-        os.chmod(path, 0o644)
-        room.did(f"{path}: root's, mode 0644")
+    root_file(room, path, text, "JupyterLab's debugger off: debugpy would listen on loopback TCP")
 
 
 def runtime_dirs(room: Classroom, names: list[str]) -> None:
