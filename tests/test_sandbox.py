@@ -406,37 +406,22 @@ def _cgroups_here() -> bool:
 
 
 def test_a_process_bomb_is_stopped_by_the_limit(tmp_path):
-    from utils.sandbox import SandboxKernelManager
-
     spawn = ("import subprocess\nprocs = []\ntry:\n    for i in range(150):\n"
              "        procs.append(subprocess.Popen(['sleep', '60.25']))\nexcept OSError as err:\n"
              "    print(type(err).__name__)\nprint(len(procs))")
 
-    async def run():
-        km = SandboxKernelManager(process_limit=40)
-        await km.start_kernel(cwd=str(tmp_path))
-        kc = km.client()
-        kc.start_channels()
-        out = []
-        try:
-            await kc.wait_for_ready(timeout=60)
-            await kc.execute_interactive(spawn, timeout=60, output_hook=lambda m: out.append(
-                m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
-        finally:
-            kc.stop_channels()
-            await km.shutdown_kernel(now=True)
-        return "".join(out).split()
-
-    lines = run_async(run)
+    out, _ = in_kernel(tmp_path, spawn, timeout=60, process_limit=40)
+    lines = out.split()
     assert lines[0] == "BlockingIOError" and int(lines[-1]) < 40, lines
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60.25"]]
 
 
 # --- what a kernel sees, what it leaves behind, what it may use (the kernel manager alone) ---------
 
-def in_kernel(cwd: Path, code: str, timeout: float = 120, **traits) -> tuple[str, dict]:
+def in_kernel(cwd: Path, code: str, timeout: float = 120, after=None, **traits) -> tuple[str, dict]:
     """Run `code` in one sandboxed kernel working in `cwd`: (its printed output and error names, facts
-    about the kernel: whether it was alive after the code, the limits applied, its sandbox's rundir)."""
+    about the kernel: whether it was alive after the code, the limits applied, its sandbox's rundir,
+    and what `after(km)` returned, called with the kernel still running, under "after")."""
     from utils.sandbox import SandboxKernelManager
 
     async def run():
@@ -463,6 +448,8 @@ def in_kernel(cwd: Path, code: str, timeout: float = 120, **traits) -> tuple[str
                 await asyncio.sleep(1)   # the output that was on its way
                 task.cancel()
             facts["alive"] = await km.is_alive()
+            if after is not None:
+                facts["after"] = after(km)
         finally:
             kc.stop_channels()
             await km.shutdown_kernel(now=True)
@@ -864,34 +851,22 @@ def test_a_link_swapped_in_for_a_kernel_socket_never_makes_the_grader_connect_el
     """The kernel replaces every socket file in its folder by a link to a socket of the grader's
     machine; a client that connects afterwards (as after a reconnect) refuses the links and reaches
     nothing of the machine."""
-    from utils.sandbox import SandboxKernelManager, SocketRefused
+    from utils.sandbox import SocketRefused
 
     host = socket.socket(socket.AF_UNIX)
     host.bind(str(tmp_path / "machine.sock"))
     host.listen(8)
     host.settimeout(0.5)
 
-    async def run():
-        km = SandboxKernelManager()
-        await km.start_kernel(cwd=str(tmp_path))
-        kc = km.client()
-        kc.start_channels()
-        out = []
+    def reconnect(km):   # a new client, as after a reconnect: the reason it was refused, or None
         try:
-            await kc.wait_for_ready(timeout=60)
-            await kc.execute_interactive(PLANT_LINKS % str(tmp_path / "machine.sock"), timeout=60, output_hook=lambda m: out.append(
-                m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
-            refused = None
-            try:
-                km.client().start_channels()
-            except SocketRefused as err:
-                refused = str(err)
-        finally:
-            kc.stop_channels()
-            await km.shutdown_kernel(now=True)
-        return "".join(out), refused
+            km.client().start_channels()
+        except SocketRefused as err:
+            return str(err)
+        return None
 
-    said, refused = run_async(run)
+    said, facts = in_kernel(tmp_path, PLANT_LINKS % str(tmp_path / "machine.sock"), timeout=60, after=reconnect)
+    refused = facts["after"]
     assert "planted" in said
     assert refused and "a link" in refused
     try:
