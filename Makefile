@@ -2,7 +2,7 @@
 #   make demo   build the release, grade three sample submissions end to end, print the scores
 #   make test   the test suite (what CI runs), then its 20 slowest tests
 #   make classroom INSTRUCTOR=NAME STUDENTS=FILE   as root on a bare Debian/Ubuntu server: a class
-#               (utils/classroom-setup.sh; CLASSROOM_ARGS=... passes more options, e.g. --create-users)
+#               (utils/classroom/setup.sh; CLASSROOM_ARGS=... passes more options, e.g. --create-users)
 # Both install the Debian packages they need where they can (root with apt-get): the demo only
 # bubblewrap (the autograding sandbox), the tests everything in utils/system-packages.txt.
 PYTHON ?= python3
@@ -32,10 +32,10 @@ STUDENTS ?=
 CLASSROOM_ARGS ?=
 classroom:
 	@test -n "$(INSTRUCTOR)" -a -n "$(STUDENTS)" || { echo "usage: make classroom INSTRUCTOR=NAME STUDENTS=FILE [CLASSROOM_ARGS=...]"; exit 2; }
-	bash utils/classroom-setup.sh --instructor "$(INSTRUCTOR)" --students "$(STUDENTS)" $(CLASSROOM_ARGS)
+	bash utils/classroom/setup.sh --instructor "$(INSTRUCTOR)" --students "$(STUDENTS)" $(CLASSROOM_ARGS)
 
 demo: $(STAMP) demo-deps
-	$(PY) -m utils.demo
+	$(PY) -m utils.authoring.demo
 
 system-deps:
 	@bash utils/system_deps.sh
@@ -52,32 +52,32 @@ test: $(STAMP) system-deps
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder -rs --durations=20
 
 build: $(STAMP)
-	$(PY) -m utils.build
+	$(PY) -m utils.authoring.build
 
 check: $(STAMP)
-	$(PY) -m utils.check
+	$(PY) -m utils.authoring.check
 
 grade: $(STAMP)
-	$(PY) -m utils.grade
+	$(PY) -m utils.grading.run
 
 # The toy model's decode and prefill against bounds measured in the same run, afresh each time.
 # BENCH_ARGS=--reuse reuses the CPU figures of an earlier run; BENCH_ARGS=--strict fails on a miss.
 BENCH_ARGS ?=
 bench: $(STAMP)
-	$(PY) -m utils.bench $(BENCH_ARGS)
+	$(PY) -m utils.bench.model $(BENCH_ARGS)
 
 # Grading throughput: a scratch class (every lesson, 17 students by default) graded with 1 and 2
 # workers; submissions per minute, per lesson. BENCH_GRADING_ARGS="--students 6 --workers 1 2 4".
 BENCH_GRADING_ARGS ?=
 bench-grading: $(STAMP)
-	$(PY) -m utils.bench_grading $(BENCH_GRADING_ARGS)
+	$(PY) -m utils.bench.grading $(BENCH_GRADING_ARGS)
 
 # On a GPU machine: lesson 3 top to bottom with the reference answers, then the benchmark; writes a
 # dated record (device, driver, CUDA, cuDNN, torch, every figure as it is measured) to
 # docs/gpu-runs/. Exits 2 where there is no GPU. `make gpu-check PY=python3` runs it with a Python
 # that already has a CUDA build of torch: no .venv, nothing installed (missing packages are named).
 gpu-check: $(if $(filter command line,$(origin PY)),,$(STAMP))
-	$(PY) -m utils.gpu_check
+	$(PY) -m utils.bench.gpu_check
 
 # Students: their own environment (.venv-student: requirements.txt, torch's CPU build, no test,
 # hub or cluster package; TORCH=gpu takes PyPI's default build instead) and their own copy of the
@@ -87,7 +87,7 @@ STUDENT_VENV := .venv-student
 TORCH ?= cpu
 STUDENT_REQ := $(if $(filter gpu,$(TORCH)),requirements-pins.txt,requirements.txt)
 # The Lab's own switches: nbgrader's instructor server extensions off on the command line; from
-# utils/student-lab (a config directory added in front of the usual ones; nothing installed is
+# utils/classroom/student-lab (a config directory added in front of the usual ones; nothing installed is
 # removed), its lab plugins off (labconfig/page_config.json) and kernels on Unix sockets in a private
 # folder (jupyter_config.py, nbgrader_config.py, jupyter_nbconvert_config.py: the class server copies
 # the same files). The Validate button stays.
@@ -99,11 +99,11 @@ $(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.tom
 	$(STUDENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(STUDENT_REQ) -e .
 	touch $@
 
-# Copied once, with the language_info of the student's own kernel written in (utils/language_info.py),
+# Copied once, with the language_info of the student's own kernel written in (utils/authoring/language_info.py),
 # so a lesson opens in the Lab unmodified.
 lessons: | $(STUDENT_VENV)/.installed
 	cp -rn release lessons
-	$(STUDENT_VENV)/bin/python -m utils.language_info lessons
+	$(STUDENT_VENV)/bin/python -m utils.authoring.language_info lessons
 
 # The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it.
 FIRST_LESSON := $(patsubst release/%,lessons/%,$(firstword $(sort $(wildcard release/*/*.ipynb))))

@@ -12,7 +12,7 @@ c.Execute.timeout = 300
 # Total time one notebook may take while autograding (kernel starts and re-runs included). A whole
 # lesson takes a few minutes on a 2-core CPU; when 1200 s are spent the running cell is interrupted,
 # the cells after it are not run and their graded cells score 0, with that reason in the report.
-# utils.grade's per-submission watchdog (1800 s) only ends a grader stuck outside any cell.
+# utils.grading.run's per-submission watchdog (1800 s) only ends a grader stuck outside any cell.
 c.SafeExecute.notebook_timeout = 1200
 
 # A student who deletes a graded test cell gets it back before grading.
@@ -21,7 +21,7 @@ c.OverwriteCells.add_missing_cells = True
 # The stub a student sees in place of each solution region.
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Every autograding kernel runs in a bubblewrap sandbox (utils/sandbox.py): no course files,
+# Every autograding kernel runs in a bubblewrap sandbox (utils/sandbox/): no course files,
 # gradebook, other students or network; read-only Python; memory and process limits. Where
 # bubblewrap cannot run, grading stops and says why. Only where grading itself runs in a
 # container without network, secrets or the course folder may it be turned off:
@@ -57,8 +57,8 @@ if _tools:
 
     _install_plugins(c)
     # Collect takes from each submission in the exchange only the files its student owns: on one
-    # server anyone who learns a submission folder's name can write into it (utils/workflow.py).
-    c.ExchangeFactory.collect = "utils.workflow.OwnerCheckedCollect"
+    # server anyone who learns a submission folder's name can write into it (utils/classroom/workflow.py).
+    c.ExchangeFactory.collect = "utils.classroom.workflow.OwnerCheckedCollect"
 else:
     from nbconvert.preprocessors import Preprocessor as _Preprocessor
 

@@ -14,7 +14,7 @@ import pytest
 
 import grading_runs
 
-from utils import nbauthor as nb
+from utils.authoring import nbauthor as nb
 from utils.coursedir import REPO, nbgrader, scratch_config
 
 SYNTH = "00_synthetic"

@@ -1,14 +1,14 @@
 """One nbgrader grading per lesson per test session, shared by every test that reads a verdict.
 
 Test modules declare at import (collection) time the submissions they need graded, each a dict of
-solution cells replaced in the release (utils.samples_io.sample_submission):
+solution cells replaced in the release (utils.authoring.samples_io.sample_submission):
 
     want(LESSON, {"plausible-mistakes": MISTAKES, "variant-loops": VARIANTS["loops"]})
 
-The first test that calls `graded(LESSON)` grades, in one `utils.check.check_lesson` run (a fresh
+The first test that calls `graded(LESSON)` grades, in one `utils.authoring.check.check_lesson` run (a fresh
 build in a scratch course, then one `nbgrader autograde` with the sandbox), the reference solution,
 the untouched release and every submission declared for that lesson by any collected module; later
-calls get the same result. The submissions are graded by utils.grade's parallel workers (one per
+calls get the same result. The submissions are graded by utils.grading.run's parallel workers (one per
 core, at most four), as `make grade` grades a class. The same overrides declared under two names are graded once. Asking for
 a submission after the lesson was graded is an error, never a second grading.
 
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import nbformat
 
-from utils.check import REFERENCE, RELEASE, LessonCheck, check_lesson
+from utils.authoring.check import REFERENCE, RELEASE, LessonCheck, check_lesson
 from utils.coursedir import REPO, source_notebook
-from utils.samples_io import load_samples, sample_submission
+from utils.authoring.samples_io import load_samples, sample_submission
 
 __all__ = ["REFERENCE", "RELEASE", "MISTAKEN", "LessonRun", "graded", "judged_in_one_kernel", "want", "want_samples",
            "samples_module"]
@@ -53,8 +53,8 @@ SHARED: Path | None = None   # set by conftest.py under pytest-xdist: a folder e
 
 
 def samples_module(lesson: str):
-    """utils/samples/<lesson>.py (MISTAKES, VARIANTS and any further sets a lesson defines)."""
-    return importlib.import_module(f"utils.samples.{lesson}")
+    """utils/authoring/samples/<lesson>.py (MISTAKES, VARIANTS and any further sets a lesson defines)."""
+    return importlib.import_module(f"utils.authoring.samples.{lesson}")
 
 
 def want(lesson: str, submissions: dict[str, dict[str, str]]) -> None:
@@ -141,7 +141,7 @@ def graded(lesson: str) -> LessonRun:
 
 def _grade(lesson: str) -> LessonRun:
     from utils.grading.reference import ReferenceRefused, reference_for
-    from utils.grading.verdicts import read_verdicts
+    from utils.grading.steps.verdicts import read_verdicts
 
     extra = {name: sample_submission(REPO, lesson, overrides) for name, overrides in _wanted.get(lesson, {}).items()}
     check = check_lesson(REPO, lesson, extra, keep=True, workers=WORKERS)
@@ -219,9 +219,9 @@ def judged_in_one_kernel(lesson: str, submissions: dict[str, dict[str, str]], re
     from nbclient import NotebookClient
     from nbformat.v4 import new_code_cell
 
-    from utils.grading.base import grade_id, is_test_cell
-    from utils.grading.observations import as_autograding, restore_locked_cells
-    from utils.grading.verdicts import judge_cell
+    from utils.grading.steps.base import grade_id, is_test_cell
+    from utils.grading.steps.observations import as_autograding, restore_locked_cells
+    from utils.grading.steps.verdicts import judge_cell
 
     source = source_notebook(REPO, lesson)
     notebooks = {name: restore_locked_cells(sample_submission(REPO, lesson, overrides), source)

@@ -1,7 +1,7 @@
 """Bad submissions: each gets a fair grade, the others are graded normally, nothing in submitted/
 changes, and the grade command says what happened.
 
-One scratch course (utils.workflow.sandbox: lessons 01_tiny and 02_other) holds every fabricated
+One scratch course (utils.classroom.workflow.sandbox: lessons 01_tiny and 02_other) holds every fabricated
 submission; it is graded once (two workers, 8 s per cell) and each test reads its student.
 Lesson 01_tiny: add_test 2 points, mul_test 3, sub_test 1 (6 in all).
 """
@@ -18,8 +18,8 @@ import nbformat
 import pytest
 
 from utils.coursedir import nbgrader_meta, submission_from
-from utils.grade import grade, grade_lessons, preflight
-from utils.workflow import sandbox
+from utils.grading.run import grade, grade_lessons, preflight
+from utils.classroom.workflow import sandbox
 
 pytestmark = pytest.mark.slow
 LESSON, NB = "01_tiny", "tiny.ipynb"
@@ -148,7 +148,7 @@ def graded(tmp_path_factory):
 
 def _cells(course: Path, student: str) -> dict[str, float]:
     from utils.coursedir import read_scores_url
-    from utils.grade import course_settings
+    from utils.grading.run import course_settings
 
     s = course_settings(course)
     return {r.cell: r.score for r in read_scores_url(s.db_url, s.course_id, [LESSON]) if r.student == student}
@@ -263,7 +263,7 @@ def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
 
 
 def test_grade_command_reports_each_problem_and_a_failed_export(graded, capsys):
-    """grade() is what utils.demo and the CLI call: (table, problems); grading again is idempotent.
+    """grade() is what utils.authoring.demo and the CLI call: (table, problems); grading again is idempotent.
     The course's grades.csv is a folder this time, which nbgrader export cannot write: the command
     names that failure among its problems (one grading run for both)."""
     course, run, outcomes, _ = graded

@@ -1,7 +1,7 @@
 """Cheating inside the kernel earns nothing: the grade is decided outside the student's process.
 
 One scratch course with a small lesson of its own (an `add` exercise, a numpy `scale` exercise
-and a quiz question: 2 + 2 + 1 points) is graded through the real pipeline (utils.grade, two
+and a quiz question: 2 + 2 + 1 points) is graded through the real pipeline (utils.grading.run, two
 workers side by side as `make grade` runs on two cores, each an `nbgrader autograde` run that
 grades its share of the students one after another). Each cheat below is a wrong answer plus a way of making a
 graded cell look right from inside the kernel: patched comparison functions and modules, tracing
@@ -20,9 +20,9 @@ import nbformat
 import pytest
 
 from course.observe import MIME
-from utils import nbauthor as A
+from utils.authoring import nbauthor as A
 from utils.coursedir import nbgrader, scratch_config, submission_from
-from utils.grade import course_settings, grade_lessons
+from utils.grading.run import course_settings, grade_lessons
 from utils.sandbox import unavailable
 
 pytestmark = pytest.mark.slow

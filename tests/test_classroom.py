@@ -1,4 +1,4 @@
-"""utils.classroom's checks that need no users (and no root, but for the kernel spec's owner): the
+"""utils.classroom.setup's checks that need no users (and no root, but for the kernel spec's owner): the
 class list, names, who can run what.
 The whole setup runs in tests/test_hub_classroom.py."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from utils import classroom
+from utils.classroom import setup as classroom
 from utils.coursedir import ToolError
 
 
@@ -101,10 +101,10 @@ def test_the_course_package_is_installed_as_a_copy_without_touching_the_checkout
 
 
 def test_the_setup_starts_with_the_standard_library_alone(tmp_path):
-    """On a bare server utils.classroom runs in an empty environment, before nbformat is there."""
+    """On a bare server utils.classroom.setup runs in an empty environment, before nbformat is there."""
     import subprocess
     import sys
-    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom as c; "
+    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom.setup as c; "
             "print(c.ToolError.__name__, c.REPO)")
     res = subprocess.run([sys.executable, "-c", code], cwd=classroom.REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -138,7 +138,7 @@ def test_the_hub_stays_on_loopback_unless_served_over_tls(tmp_path):
 def test_the_private_submit_closes_what_nbgrader_opens(tmp_path):
     """nbgrader's submit leaves the folder 0777; PrivateSubmit's last step closes it (0750: the
     owner and the course's group alone enter it) and leaves what is inside readable through it."""
-    from utils.classroom_exchange import make_private
+    from utils.classroom.exchange import make_private
     sub = tmp_path / "alice+01_tiny+ts+rnd"
     (sub / "sub").mkdir(parents=True)
     (sub / "tiny.ipynb").write_text("{}")
@@ -164,10 +164,10 @@ def test_the_mount_of_a_path():
 
 
 def test_the_one_command_without_a_class_installs_nothing():
-    """`bash utils/classroom-setup.sh` without --instructor stops before installing anything;
+    """`bash utils/classroom/setup.sh` without --instructor stops before installing anything;
     --help prints the usage (the script's and the setup's options)."""
     import subprocess
-    script = str(classroom.REPO / "utils" / "classroom-setup.sh")
+    script = str(classroom.REPO / "utils" / "classroom" / "setup.sh")
     res = subprocess.run(["bash", script, "--prefix", "/nonexistent/prefix"], capture_output=True, text=True)
     assert res.returncode == 2 and "usage:" in res.stderr
     assert not Path("/nonexistent/prefix").exists()

@@ -1,4 +1,4 @@
-"""Grading on a real Dask cluster (utils/cluster/): a `dask scheduler` and two `dask worker`
+"""Grading on a real Dask cluster (utils/grading/dask/): a `dask scheduler` and two `dask worker`
 processes on loopback (free ports, --nthreads 1, each its own scratch folder as TMPDIR), started
 once for the module: both workers share no disk with the grader (each in a mount namespace of its
 own where the course folder is empty, from its own clone of the repository at another path), a
@@ -6,7 +6,7 @@ real PostgreSQL gradebook (tests/test_postgres.py's server).
 
 One class, cheap on purpose: lesson 1's three sample students (reference answers, the untouched
 release, plausible mistakes), graded once on the cluster (fresh reference cache: the reference runs
-there) and compared cell by cell with the same submissions graded locally by utils.grade's
+there) and compared cell by cell with the same submissions graded locally by utils.grading.run's
 workers: the test session's one grading of the lesson (tests/grading_runs.py), which the lesson
 tests read too, so nothing is graded twice locally. The reference's observations on a worker are
 compared value for value with the local run's (lesson 1 runs the toy model in torch, whose results
@@ -40,10 +40,10 @@ import pytest
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
 from utils.coursedir import REPO, read_scores_url, scratch_course
-from utils.demo import place_samples
-from utils.grade import CACHE, grade_lessons
+from utils.authoring.demo import place_samples
+from utils.grading.run import CACHE, grade_lessons
 from utils.grading.reference import Reference
-from utils.samples_io import load_samples
+from utils.authoring.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"
@@ -56,7 +56,7 @@ SLOW_SQUARE = ("import os, time\nprint('threads:', ' '.join(os.environ.get(v, '-
                "time.sleep(5)\n\ndef square(x):\n    return x * x" % (THREAD_VARS,))
 SAMPLE_STUDENTS = (REFERENCE, RELEASE, MISTAKEN)
 LESSON = "01_two_phases"   # the lesson graded on the cluster (the cheapest of the three to run)
-want(LESSON, {MISTAKEN: load_samples(LESSON)[0]})   # utils.demo's three samples, graded locally once per session
+want(LESSON, {MISTAKEN: load_samples(LESSON)[0]})   # utils.authoring.demo's three samples, graded locally once per session
 
 
 def _need_cluster_tools():
@@ -103,7 +103,7 @@ def loopback(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixtu
     """The module's cluster (two workers that cannot see the class's course folder) and that
     course (lesson 1's samples, the PostgreSQL gradebook). The last test that uses it kills it."""
     _need_cluster_tools()
-    from utils.cluster.loopback import loopback_cluster
+    from utils.grading.dask.loopback import loopback_cluster
 
     base = tmp_path_factory.mktemp("dask")
     course = _class(base / "cluster-course", postgres_url, [LESSON])
@@ -174,7 +174,7 @@ def test_cluster_grades_like_a_local_run(graded):
 def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
     """The module's scheduler was started as docs/instructors.md says: Dask alone, none of the
     course's tools (before the test that kills it)."""
-    from utils.cluster.runner import Cluster, task
+    from utils.grading.dask.runner import Cluster, task
 
     c = Cluster.connect(loopback["cluster"].address, lambda *a: None)
     try:
@@ -240,18 +240,18 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
     # A rerun after a run that stopped with two of the three recorded (its journal, as that run
     # would have left it): only the third is graded again, the two keep their grades.
-    from utils.cluster.journal import JOURNAL, Journal, lesson_key
-    from utils.cluster.worker_check import fingerprint
-    from utils.grade import _hash_tree
+    from utils.grading.dask.journal import JOURNAL, Journal, lesson_key
+    from utils.grading.dask.worker_check import fingerprint
+    from utils.grading.run import _hash_tree
 
     assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
     journal, kept = Journal(course), list(KILL_STUDENTS[:2])
     key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], [])   # the workers' key
     for s in kept:
         journal.add(SYNTH, key, s, _hash_tree(course / "submitted" / s / SYNTH))
-    # A fourth submission, new since, whose planning crashes (utils.grade.preflight raises on it,
+    # A fourth submission, new since, whose planning crashes (utils.grading.run.preflight raises on it,
     # as on a hostile file it cannot handle): it scores 0 with the reason, the rest is graded.
-    from utils import grade
+    from utils.grading import run as grade
 
     shutil.copytree(course / "submitted" / KILL_STUDENTS[0], course / "submitted" / CRASH)
     preflight = grade.preflight
@@ -271,7 +271,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
     # (the workers have been checked): one line on stderr, exit 1, and no grades.csv left over
     # from the runs before to pass for this one's.
-    from utils.cluster.runner import Cluster
+    from utils.grading.dask.runner import Cluster
     from utils.coursedir import kill_tree
 
     template = Cluster._template
@@ -324,7 +324,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     assert not (course / "grades.csv").exists()
     # under the nanny (which sets those variables to 1 for its worker), each kernel got the worker's
     # cores split between its threads (--nthreads 1: all of them), as the docs say
-    from utils.cluster.tasks import kernel_threads
+    from utils.grading.dask.tasks import kernel_threads
 
     share = kernel_threads(1, {})["OMP_NUM_THREADS"]
     for s in KILL_STUDENTS:
@@ -338,10 +338,10 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
 def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     from types import SimpleNamespace
 
-    from utils.cluster.worker_check import fingerprint, worker_problem
+    from utils.grading.dask.worker_check import fingerprint, worker_problem
 
-    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: None)
-    monkeypatch.setattr("utils.cluster.worker_check.start_problem", lambda bwrap: None)
+    monkeypatch.setattr("utils.grading.dask.worker_check.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.grading.dask.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w7", address="tcp://10.0.0.7:40000")
     expected = fingerprint()
     package = sorted(k for k in expected if k.startswith("course package: "))
@@ -349,7 +349,7 @@ def test_a_worker_with_another_course_package_refuses_in_one_line(monkeypatch):
     line = worker_problem({**expected, package[0]: "0" * 64}, (True, "bwrap"), worker)
     assert line.startswith("worker w7 (tcp://10.0.0.7:40000, host ") and "\n" not in line
     assert f"its course package differ from the grader's ({package[0]})" in line
-    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: "bwrap is not installed")
+    monkeypatch.setattr("utils.grading.dask.worker_check.unavailable", lambda bwrap: "bwrap is not installed")
     line = worker_problem(expected, (True, "bwrap"), worker)
     assert line.endswith("the autograding sandbox cannot run there: bwrap is not installed")
 
@@ -358,13 +358,13 @@ def test_a_worker_with_other_grading_tools_refuses_in_one_line(tmp_path, monkeyp
     import shutil
     from types import SimpleNamespace
 
-    from utils.cluster.worker_check import fingerprint, worker_problem
+    from utils.grading.dask.worker_check import fingerprint, worker_problem
 
-    monkeypatch.setattr("utils.cluster.worker_check.unavailable", lambda bwrap: None)
-    monkeypatch.setattr("utils.cluster.worker_check.start_problem", lambda bwrap: None)
+    monkeypatch.setattr("utils.grading.dask.worker_check.unavailable", lambda bwrap: None)
+    monkeypatch.setattr("utils.grading.dask.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w8", address="tcp://10.0.0.8:40000")
     expected = fingerprint()
-    assert "utils/grading/reference.py" in expected and "utils/grade.py" in expected
+    assert "utils/grading/reference.py" in expected and "utils/grading/run.py" in expected
     theirs = tmp_path / "their-clone"   # the worker's clone: the same tools, then one grader changed
     shutil.copytree(REPO / "utils", theirs / "utils", ignore=shutil.ignore_patterns("__pycache__"))
     assert worker_problem(expected, (True, "bwrap"), worker, tools=theirs) is None
@@ -381,9 +381,9 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
     pytest.importorskip("distributed")
     from distributed.scheduler import KilledWorker
 
-    from utils.cluster.runner import Cluster
+    from utils.grading.dask.runner import Cluster
     from utils.coursedir import ToolError
-    from utils.grade import GradeRun, Outcome, Plan
+    from utils.grading.run import GradeRun, Outcome, Plan
 
     class Failed:
         key, status = "grade-01_x-bo-1234", "error"
@@ -406,7 +406,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
 
 
 def test_scheduler_address_from_option_or_environment(monkeypatch):
-    from utils.cluster.address import scheduler_address
+    from utils.grading.dask.address import scheduler_address
 
     monkeypatch.delenv("DASK_SCHEDULER_ADDRESS", raising=False)
     assert scheduler_address(None) is None
@@ -419,7 +419,7 @@ def test_a_key_task_that_no_worker_finishes_stops_in_one_line(tmp_path, monkeypa
     for KEY_WAIT s at most, then one line (workers busy with other work, or stuck)."""
     from types import SimpleNamespace
 
-    from utils.cluster import runner
+    from utils.grading.dask import runner
     from utils.coursedir import ToolError
 
     waited = []
@@ -443,15 +443,15 @@ def test_a_key_task_that_no_worker_finishes_stops_in_one_line(tmp_path, monkeypa
 
 
 def test_the_benchmark_command_line(capsys):
-    """python -m utils.cluster bench: its command line (the benchmark itself grades for minutes)."""
+    """python -m utils.bench.cluster: its command line (the benchmark itself grades for minutes)."""
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
-    from utils.cluster.bench import main
+    from utils.bench.cluster import main
 
     with pytest.raises(SystemExit) as done:
         main(["bench", "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: python -m utils.cluster") and "--workers" in out
+    assert out.startswith("usage: python -m utils.grading.dask") and "--workers" in out
     with pytest.raises(SystemExit) as wrong:
         main(["benchmark"])
     assert wrong.value.code == 2 and "invalid choice: 'benchmark'" in capsys.readouterr().err
@@ -460,7 +460,7 @@ def test_the_benchmark_command_line(capsys):
 # --- addresses that are not a scheduler, a cluster without workers, a scheduler lost --------------
 
 def _one_line_refusal(address: str, match: str, **options) -> str:
-    from utils.cluster.runner import Cluster
+    from utils.grading.dask.runner import Cluster
     from utils.coursedir import ToolError
 
     start = time.monotonic()
@@ -501,7 +501,7 @@ def test_a_dashboard_url_a_closed_port_and_another_service_each_give_one_line():
 
 def test_a_cluster_without_workers_gives_one_line_after_a_bounded_wait(tmp_path):
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
-    from utils.cluster.loopback import loopback_cluster
+    from utils.grading.dask.loopback import loopback_cluster
 
     with loopback_cluster(0, tmp_path / "cluster") as cluster:
         line, seconds = _one_line_refusal(cluster.address, "has no workers (waited 2 s)", wait=2)

@@ -142,7 +142,7 @@ def test_make_lab_uses_the_students_environment_and_a_copy_of_the_lessons():
 def test_students_lab_turns_off_the_instructors_plugins():
     import json
 
-    page = json.loads((REPO / "utils/student-lab/labconfig/page_config.json").read_text())
+    page = json.loads((REPO / "utils/classroom/student-lab/labconfig/page_config.json").read_text())
     off = {k for k, v in page["disabledExtensions"].items() if v}
     assert {"@jupyter/nbgrader:menu", "@jupyter/nbgrader:create-assignment",
             "@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list"} <= off

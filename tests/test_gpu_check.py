@@ -14,7 +14,7 @@ import nbformat
 import pytest
 import torch
 
-from utils import gpu_check
+from utils.bench import gpu_check
 from utils.coursedir import REPO
 
 SMI = """+-----------------------------------------------------------------------------------------+
@@ -161,7 +161,7 @@ def test_a_whole_run_writes_the_cells_then_the_benchmark_then_its_figures(tmp_pa
     [record] = (tmp_path / "records").iterdir()
     text = record.read_text()
     order = ["| torch build |", "first figure 1.25 ms", "never reached", "4 code cells in", "every cell ran",
-             "## Lesson 3's timing path", "timing path on cpu: eager", "## `python -m utils.bench`", "    decode eager 1.000 ms/token", "exit status 0", '"best": "eager"',
+             "## Lesson 3's timing path", "timing path on cpu: eager", "## `python -m utils.bench.model`", "    decode eager 1.000 ms/token", "exit status 0", '"best": "eager"',
              "Load average after the run"]
     assert [text.index(words) for words in order] == sorted(text.index(words) for words in order)
     assert "was stopped" not in text
@@ -188,7 +188,7 @@ def test_each_benchmark_line_is_on_disk_before_the_next_is_measured(tmp_path, mo
 SIGTERM_TWICE = """
 import os, signal, sys, time
 from pathlib import Path
-from utils import gpu_check
+from utils.bench import gpu_check
 gpu_check.RECORDS = Path(sys.argv[1])
 
 def bench(gpu, json_path, on_line):
@@ -227,12 +227,12 @@ def _installed() -> set[str]:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: the check would run for real")
 def test_gpu_check_with_a_preinstalled_torch_and_no_network_runs_to_its_end(tmp_path):
-    """`python -m utils.gpu_check` and `make gpu-check PY=...` with this environment's torch, the
+    """`python -m utils.bench.gpu_check` and `make gpu-check PY=...` with this environment's torch, the
     network unreachable: each ends with the no-GPU message (exit 2) and installs nothing."""
     before = _installed()
     records = set(gpu_check.RECORDS.glob("*")) if gpu_check.RECORDS.exists() else set()
     env = dict(os.environ, **OFFLINE)
-    proc = subprocess.run([sys.executable, "-m", "utils.gpu_check"], cwd=REPO, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "utils.bench.gpu_check"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 2 and gpu_check.NO_GPU in proc.stderr
     if shutil.which("make"):
@@ -253,7 +253,7 @@ def test_a_python_without_the_packages_is_told_what_it_lacks(tmp_path):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     python = bare / "bin" / "python"
-    proc = subprocess.run([str(python), "-m", "utils.gpu_check"], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run([str(python), "-m", "utils.bench.gpu_check"], cwd=REPO, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, **OFFLINE))
     assert proc.returncode == 3, proc.stderr
     assert "lacks torch, numpy, matplotlib, nbclient, nbformat, ipykernel" in proc.stderr

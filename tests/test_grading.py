@@ -16,9 +16,9 @@ from nbformat.notebooknode import NotebookNode, from_dict
 from nbgrader.utils import determine_grade
 
 from course.observe import MIME
-from utils.grading.observations import Observation, collect, judge, visible_labels
+from utils.grading.steps.observations import Observation, collect, judge, visible_labels
 from utils.grading.reference import RESOURCE_KEY, Reference
-from utils.grading.verdicts import Verdicts, read_verdicts, verdict_outputs
+from utils.grading.steps.verdicts import Verdicts, read_verdicts, verdict_outputs
 
 
 def obs(label, value, rule="close", rel=1e-6, abs_tol=0.0) -> Observation:
@@ -199,7 +199,7 @@ def test_a_fake_score_or_message_earns_nothing(outputs):
 
 
 def test_an_error_in_the_cell_fails_it_with_the_graders_sentence_for_that_error_in_one_line():
-    from utils.grading.verdicts import NOT_WRITTEN
+    from utils.grading.steps.verdicts import NOT_WRITTEN
 
     err = from_dict({"output_type": "error", "ename": "NotImplementedError", "evalue": "not yet\nsecond line",
                      "traceback": ["long", "traceback"]})
@@ -230,7 +230,7 @@ def test_verdicts_are_read_back_from_the_graded_notebook():
 
 
 def test_hidden_tests_are_cut_from_feedback():
-    from utils.grading.hide_hidden import HideHiddenTests
+    from utils.grading.steps.hide_hidden import HideHiddenTests
 
     cell = _cell(verdict_outputs(judge([obs("a", 1.0)], [obs("a", 1.0)], set())))
     cell, _ = HideHiddenTests().preprocess_cell(cell, {}, 0)

@@ -60,9 +60,9 @@ def _kernel_set_notebook():
 
 
 def test_feedback_shows_only_what_the_grader_decided():
-    from utils.grading.kernel_fields import KernelFields
+    from utils.grading.steps.kernel_fields import KernelFields
     from utils.grading.reference import RESOURCE_KEY, Reference
-    from utils.grading.verdicts import Verdicts
+    from utils.grading.steps.verdicts import Verdicts
 
     nb = _kernel_set_notebook()
     ref = Reference({"f_test": nb.cells[1].source, "g_test": nb.cells[2].source}, {"f_test": [], "g_test": []}, 0.0, False)
@@ -82,7 +82,7 @@ def test_feedback_shows_only_what_the_grader_decided():
 
 
 def test_the_kernels_course_messages_become_the_graders_sentences():
-    from utils.grading.verdicts import COURSE_MESSAGES, kernel_error
+    from utils.grading.steps.verdicts import COURSE_MESSAGES, kernel_error
 
     said = "[Exercise B] `" + HIDDEN + "` is not written yet: replace `raise NotImplementedError()`"
     name, line = kernel_error([from_dict({"output_type": "error", "ename": "CheckFailed", "evalue": said})])
@@ -105,7 +105,7 @@ def test_every_lessons_graded_notebooks_hold_only_the_graders_fields(lesson):
 # --- 2. the grader's own process bounded --------------------------------------------------------
 
 def _executor(**traits):
-    from utils.grading.execute import SafeExecute
+    from utils.grading.steps.execute import SafeExecute
 
     ex = SafeExecute(**traits)
     ex.nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])
@@ -219,9 +219,9 @@ def test_the_sandboxs_channels_connect_through_a_descriptor(tmp_path):
 # --- 5. a total time per notebook ---------------------------------------------------------------
 
 def test_a_notebook_of_many_short_cells_is_stopped_at_its_total_and_scored_with_its_reason(tmp_path):
-    from utils.grading.base import read_notes
-    from utils.grading.execute import SafeExecute
-    from utils.grading.verdicts import Verdicts
+    from utils.grading.steps.base import read_notes
+    from utils.grading.steps.execute import SafeExecute
+    from utils.grading.steps.verdicts import Verdicts
     from utils.grading.reference import RESOURCE_KEY, Reference
 
     cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.25)") for _ in range(40)]
@@ -251,7 +251,7 @@ def test_the_total_time_is_stated_in_the_config():
 
 def test_a_name_with_newlines_or_control_characters_cannot_forge_report_lines():
     from utils.coursedir import CellScore, score_table
-    from utils.grade import Outcome
+    from utils.grading.run import Outcome
 
     evil = "mallory\n01_two_phases  alice: 0/5  ZERO: \x1b[2Kcopied"
     out = Outcome("01_two_phases", evil, status="zero", reason=f"no two_phases.ipynb (found: {evil}.ipynb)",

@@ -1,7 +1,7 @@
 """Lesson 3's GPU timing path without a GPU (course/graphs.py): which path each device gets, that
 capture and replay are called as a CUDA graph needs them, and that a replayed decode step and
 prefill leave the same cache and logits as eager ones (a fake CUDA layer on the CPU). `make
-gpu-check` runs the same path on a real GPU (utils/gpu_check.py: graph_check)."""
+gpu-check` runs the same path on a real GPU (utils/bench/gpu_check.py: graph_check)."""
 
 from __future__ import annotations
 
@@ -174,8 +174,8 @@ def test_a_pass_that_cannot_be_captured_is_timed_eagerly_and_said_so():
 
 
 def test_bench_captures_through_the_course(monkeypatch):
-    """utils/bench.py's hand-captured decode is course.graphs.capture, not a copy of it."""
-    from utils import bench
+    """utils/bench/model.py's hand-captured decode is course.graphs.capture, not a copy of it."""
+    from utils.bench import model as bench
 
     seen = []
     monkeypatch.setattr(bench, "capture", lambda fn: seen.append(fn) or "replay")

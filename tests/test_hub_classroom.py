@@ -1,6 +1,6 @@
 """A class on one Linux server, end to end, as docs/instructors.md tells the administrator to run it.
 
-The one command (`bash utils/classroom-setup.sh`, twice: the second run changes nothing) into this
+The one command (`bash utils/classroom/setup.sh`, twice: the second run changes nothing) into this
 test's own folders, with real Unix users of random names and passwords; a real JupyterHub (PAM
 logins, one local process per user, configurable-http-proxy) on free privileged loopback ports. One
 student works through her server's REST API (what the Assignments tab sends); the other student and
@@ -41,10 +41,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.classroom import install_course, runnable_by_everyone
-from utils import nbauthor as A
+from utils.classroom.setup import install_course, runnable_by_everyone
+from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, scratch_config, submission_from
-from utils.workflow import sandbox_lessons
+from utils.classroom.workflow import sandbox_lessons
 
 pytestmark = pytest.mark.slow
 LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"
@@ -52,7 +52,7 @@ ONLY_VISIBLE = "def mul(a, b):\n    return 6 if (a, b) == (2, 3) else 0"   # 3/6
 TIMINGS: dict[str, float] = {}
 
 
-DEBIAN_PYTHON = Path("/usr/bin/python3")   # what utils/classroom-setup.sh picks by itself
+DEBIAN_PYTHON = Path("/usr/bin/python3")   # what utils/classroom/setup.sh picks by itself
 
 
 def _base_python() -> Path | None:
@@ -84,7 +84,7 @@ def _skip_reason() -> str | None:
                 "configurable-http-proxy; make test does it as root where npm is present)")
     if shutil.which("bwrap") is None:
         return "needs bubblewrap, the grading sandbox (apt-get install bubblewrap)"
-    wanted = [l.split("#")[0].strip() for l in (REPO / "utils" / "classroom-packages.txt").read_text().splitlines()]
+    wanted = [l.split("#")[0].strip() for l in (REPO / "utils" / "classroom" / "packages.txt").read_text().splitlines()]
     missing = [p for p in wanted if p and subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True,
                                                          text=True).stdout != "install ok installed"]
     if missing:
@@ -119,7 +119,7 @@ def _free_privileged_ports(n: int) -> list[int]:
 def _linked_env(dest: Path, python: Path) -> Path:
     """A virtual environment at `dest` made from `python` (which every user can run) holding the
     packages of the environment running this test, hard-linked (no copy, no download). HUB_TEST_ENV
-    names an environment built by `utils.classroom setup` to use instead."""
+    names an environment built by `utils.classroom.setup setup` to use instead."""
     src = Path(sys.prefix)
     (dest / "bin").mkdir(parents=True)
     for part in ("lib", "share", "etc", "include"):
@@ -421,7 +421,7 @@ class Class:
         shutil.copytree(REPO / "utils", self.course / "utils", ignore=shutil.ignore_patterns("__pycache__"))
         roster = self.base / "students.csv"
         roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
-        args = ["bash", str(self.checkout / "utils" / "classroom-setup.sh"), "--prefix", str(self.prefix),
+        args = ["bash", str(self.checkout / "utils" / "classroom" / "setup.sh"), "--prefix", str(self.prefix),
                 "--instructor", self.instructor, "--students", str(roster), "--exchange", str(self.exchange),
                 "--env", str(self.env), *([] if _base_python() == DEBIAN_PYTHON else ["--python", str(_base_python())]),
                 "--course-dir", str(self.course),
@@ -535,7 +535,7 @@ def test_a_class_on_one_server(base):
 
         # the round trip: the instructor and bob in terminals, alice through the REST API
         t_trip = time.monotonic()
-        found = teacher.terminal("command -v python nbgrader jupyter", f"cd ~/{COURSE_ID} && python -m utils.workflow release {LESSON}")
+        found = teacher.terminal("command -v python nbgrader jupyter", f"cd ~/{COURSE_ID} && python -m utils.classroom.workflow release {LESSON}")
         assert found[0].count(f"{room.env}/bin/") >= 3, found[0]
         alice.nbgrader("fetch")
         r = alice.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
@@ -570,19 +570,19 @@ def test_a_class_on_one_server(base):
         _check(_sh(room.bob, f"cd '{inbound}' && mkdir '{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged' && "
                              f"mkdir '{room.alice}+{LESSON}+not a date+x' && echo junk > '{room.bob}+{LESSON}+{ts}+file' && "
                              f"ln -s / '{room.bob}+{LESSON}+2099-01-01 00:00:00.000000 UTC+link'"), "bob's junk in inbound/")
-        collected = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.workflow collect {LESSON}")[0]
+        collected = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.classroom.workflow collect {LESSON}")[0]
         assert f"2 submission(s) in submitted/: {room.alice}, {room.bob}" in collected, collected
         notes = (room.course / "refused" / f"{LESSON}.txt").read_text()
         assert f"named for {room.alice} but owned by {room.bob}" in notes and notes.count("\n") == 4, notes
 
         t0 = time.monotonic()
-        graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grade {LESSON}", timeout=400)[0]
+        graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grading.run {LESSON}", timeout=400)[0]
         TIMINGS["grading two submissions in the sandbox, from the instructor's terminal"] = time.monotonic() - t0
         assert _scores(graded.replace("\r", "")) == {room.alice: "6/6", room.bob: "3/6"}, graded
         uid = room.users.uid(room.instructor)
         left = [p.name for p in Path(tempfile.gettempdir()).glob("k[bc]-*") if p.lstat().st_uid == uid]
         assert left == [], f"grading left its sandboxes' folders in /tmp: {left}"
-        teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.workflow feedback {LESSON}")
+        teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.classroom.workflow feedback {LESSON}")
         alice.nbgrader("fetch_feedback")
         fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 6.0 / 6.0" in fb[-1].read_text() and fb[-1].stat().st_uid == room.users.uid(room.alice)

@@ -1,6 +1,6 @@
 """The instructor's tools import one another without a cycle: the imports at the top of the modules
 of utils/ form no circle, so any of them can be imported first in a fresh interpreter (a worker
-imports utils.cluster.tasks first, the grader utils.grade: tests/test_dask.py runs both). The one
+imports utils.grading.dask.tasks first, the grader utils.grading.run: tests/test_dask.py runs both). The one
 project import left inside a function to break a circle is named in DEFERRED, with why."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import ast
 from utils.coursedir import REPO
 
 # (importer, imported) edges made inside a function on purpose, each with why
-DEFERRED = {("utils.grade", "utils.cluster.runner"): "the runner plans and records with utils.grade's steps"}
+DEFERRED = {("utils.grading.run", "utils.grading.dask.runner"): "the runner plans and records with utils.grading.run's steps"}
 
 
 def _modules() -> dict[str, ast.Module]:

@@ -1,5 +1,5 @@
 """Lessons open unmodified in JupyterLab: each generated notebook carries the full language_info
-its kernel reports (utils/language_info.py), which JupyterLab would otherwise write in on opening
+its kernel reports (utils/authoring/language_info.py), which JupyterLab would otherwise write in on opening
 and so mark the notebook unsaved. One kernel started (a few seconds)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from utils.coursedir import REPO
-from utils.language_info import kernel_language_info, stamp
+from utils.authoring.language_info import kernel_language_info, stamp
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_the_students_copy_takes_their_own_kernels_version(tmp_path, reported):
 
 
 def test_a_release_built_on_another_patch_release_is_not_stale(tmp_path):
-    from utils.check import _compare_release
+    from utils.authoring.check import _compare_release
 
     for name, version in (("fresh", "3.11.7"), ("committed", "3.11.9")):
         (tmp_path / name).mkdir()

@@ -9,7 +9,7 @@ the verdict lines of the autograded notebooks (each checked against the cell's s
   passes when the reference solution is graded as a student in a second kernel (deterministic;
   test_dask.py compares a third run on a Dask worker value for value);
 - the release (stubs): every graded cell fails;
-- the plausible-mistakes sample (utils/samples/01_two_phases.py): exactly the cells of its mistakes
+- the plausible-mistakes sample (utils/authoring/samples/01_two_phases.py): exactly the cells of its mistakes
   fail;
 - every alternative-solution sample: every graded cell passes;
 - TPOT of a one-token request as the convention before NaN (a ValueError), or as 0: only the
@@ -23,7 +23,7 @@ import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want, want_samples
 from utils.coursedir import REPO, graded_cells
-from utils.samples_io import load_samples
+from utils.authoring.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 
@@ -100,11 +100,11 @@ def test_one_token_mistake_loses_only_the_one_token_cell(mistake):
 
 
 def test_a_notebook_run_outside_nbgrader_is_judged_like_grading(synthetic_course):
-    """utils.grading.observations' own runner (python -m utils.grading.observations), on the small
+    """utils.grading.steps.observations' own runner (python -m utils.grading.steps.observations), on the small
     synthetic lesson: the executed reference passes every graded cell against itself, the release
     with its locked cells restored fails every one."""
     from conftest import SYNTH
-    from utils.grading.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
+    from utils.grading.steps.observations import compare_notebooks, observations_by_cell, restore_locked_cells, run_observed
 
     source = synthetic_course / "source" / SYNTH / "synthetic.ipynb"
     release = synthetic_course / "release" / SYNTH / "synthetic.ipynb"

@@ -27,7 +27,7 @@ def nb():
 
 @pytest.fixture(scope="module")
 def samples():
-    return importlib.import_module(f"utils.samples.{LESSON}")
+    return importlib.import_module(f"utils.authoring.samples.{LESSON}")
 
 
 def test_committed_without_outputs(nb):

@@ -1,4 +1,4 @@
-"""Lesson 2 graded through observations (course.observe, utils.grading.observations): the reference
+"""Lesson 2 graded through observations (course.observe, utils.grading.steps.observations): the reference
 passes every graded cell, the release fails every one, each plausible mistake, submitted alone,
 fails only its own cells (the lumped single max loses step_time's, the full-square prefill attention
 loses attention_flops', ...), and the alternative solutions pass everywhere.
@@ -23,14 +23,14 @@ import pytest
 
 from grading_runs import RELEASE, graded, judged_in_one_kernel, want_samples
 from utils.coursedir import REPO, nbgrader_meta, source_notebook
-from utils.samples_io import load_samples
+from utils.authoring.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 LESSON = "02_arithmetic_intensity"
 SOURCE = source_notebook(REPO, LESSON)
 MISTAKES, VARIANTS = load_samples(LESSON)
 # mistakes beyond the one per exercise: name -> (solution cell, its source)
-MORE_MISTAKES = getattr(importlib.import_module(f"utils.samples.{LESSON}"), "MORE_MISTAKES", {})
+MORE_MISTAKES = getattr(importlib.import_module(f"utils.authoring.samples.{LESSON}"), "MORE_MISTAKES", {})
 
 want_samples(LESSON)
 ALONE = {f"only-{gid}": {gid: source} for gid, source in MISTAKES.items()} | \

@@ -1,4 +1,4 @@
-"""utils/bench.py's parts on a tiny model (the benchmark itself runs with `python -m utils.bench`)."""
+"""utils/bench/model.py's parts on a tiny model (the benchmark itself runs with `python -m utils.bench.model`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from course.threads import set_cpu_threads
 from course.models import ModelConfig
 from course.toy_model import build_model
-from utils import bench
+from utils.bench import model as bench
 
 TINY = ModelConfig("tiny", n_layers=1, d_model=32, n_heads=2, n_kv_heads=2, d_ff=48, vocab_size=50)
 
@@ -77,7 +77,7 @@ def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
 
 
 def test_gpu_check_refuses_without_a_gpu_and_renders_a_record(capsys, monkeypatch):
-    from utils import gpu_check
+    from utils.bench import gpu_check
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert gpu_check.main([]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err

@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
-SAMPLES = importlib.import_module("utils.samples.03_timing_prefill_decode")
+SAMPLES = importlib.import_module("utils.authoring.samples.03_timing_prefill_decode")
 
 
 def _cells():

@@ -1,6 +1,6 @@
 """Lesson 3's graded cells judged the new way (course.observe in the kernel, utils.grading outside):
 the release fails every graded cell, the reference passes them all, each plausible mistake in
-utils/samples/03_timing_prefill_decode.py loses only its own cell(s), each timing mistake loses its
+utils/authoring/samples/03_timing_prefill_decode.py loses only its own cell(s), each timing mistake loses its
 cell for a wrong observed value (not an error), every correct variant keeps them all, and the
 reference solution, graded as a student in a second kernel, passes against the first run's
 observations (test_dask.py compares a third run, on a Dask worker, value for value).
@@ -22,7 +22,7 @@ import nbformat
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, samples_module, want_samples
 from utils.coursedir import REPO, nbgrader_meta, submission_from
-from utils.grading.observations import compare_notebooks, run_observed
+from utils.grading.steps.observations import compare_notebooks, run_observed
 
 LESSON = "03_timing_prefill_decode"
 SOURCE = REPO / "source" / LESSON / "timing_prefill_decode.ipynb"

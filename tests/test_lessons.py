@@ -11,7 +11,7 @@ import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want_samples
 from utils.coursedir import REPO, lessons
-from utils.samples_io import load_samples
+from utils.authoring.samples_io import load_samples
 
 pytestmark = pytest.mark.slow
 LESSONS = lessons(REPO)
@@ -35,7 +35,7 @@ def test_course_check(lesson):
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_each_exercise_has_a_plausible_mistake(lesson):
     mistakes, _ = load_samples(lesson)
-    assert mistakes, f"utils/samples/{lesson}.py defines no MISTAKES"
+    assert mistakes, f"utils/authoring/samples/{lesson}.py defines no MISTAKES"
     cells = graded(lesson).scores(MISTAKEN)
     got, full = sum(s for s, _ in cells.values()), sum(m for _, m in cells.values())
     assert 0 < got < full, f"{lesson}: the mistaken submission scored {got:g}/{full:g}"

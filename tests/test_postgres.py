@@ -22,10 +22,10 @@ import pytest
 
 from utils.coursedir import submission_from
 from utils.coursedir import nbgrader
-from utils.grade import grade_lessons
+from utils.grading.run import grade_lessons
 from utils.coursedir import read_scores_url
-from utils.report import report
-from utils.workflow import sandbox
+from utils.grading.report import report
+from utils.classroom.workflow import sandbox
 
 pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"

@@ -9,7 +9,7 @@ import pytest
 
 from utils.coursedir import CellScore
 from utils.coursedir import read_scores_url
-from utils.report import class_stats, report, stats_table
+from utils.grading.report import class_stats, report, stats_table
 
 COURSE_ID = "prefill-decode"
 # student -> {cell: score}; q_easy max 1, q_mid max 2, q_hard max 4 (lesson 01), q_other max 1 (02)

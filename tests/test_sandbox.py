@@ -1,10 +1,10 @@
 """Hostile submissions: no cheat earns a point, no fair student is harmed, nothing outside the
 submission's work folder changes, no process outlives grading, and a memory bomb is stopped.
 
-One scratch course (utils.workflow.sandbox: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
+One scratch course (utils.classroom.workflow.sandbox: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
 points, plus a one-question quiz lesson 03_quiz) holds every submission; it is graded once with
-`utils.grade` (two workers). Each cheat below gave full marks, or harmed others, before every
-autograding kernel ran in the bubblewrap sandbox (utils/sandbox.py) and before the grade was
+`utils.grading.run` (two workers). Each cheat below gave full marks, or harmed others, before every
+autograding kernel ran in the bubblewrap sandbox (utils/sandbox/) and before the grade was
 decided outside the kernel (utils/grading/; the in-kernel cheats are in test_cheats.py).
 
 The tests at the end start kernels with `SandboxKernelManager` alone: what a kernel can read of
@@ -29,11 +29,11 @@ import nbformat
 import psutil
 import pytest
 
-from utils import nbauthor as A
+from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, ToolError, nbgrader, read_scores_url, submission_from
-from utils.grade import course_settings, grade_lessons
+from utils.grading.run import course_settings, grade_lessons
 from utils.sandbox import unavailable
-from utils.workflow import sandbox
+from utils.classroom.workflow import sandbox
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(unavailable() is not None, reason=f"bubblewrap cannot run here: {unavailable()}")]
@@ -490,10 +490,10 @@ def test_the_checkout_is_unreadable_by_any_path_and_the_lesson_imports_work(tmp_
     for p in secrets_here:
         p.write_text("SECRET")
     targets = [str(p) for p in secrets_here] + [str(LESSON3), str(REPO / "nbgrader_config.py"),
-                                               str(REPO / "gradebook.db"), str(REPO / "utils" / "grade.py"),
+                                               str(REPO / "gradebook.db"), str(REPO / "utils" / "grading" / "run.py"),
                                                str(REPO / "utils")]
     names = ["source/03_timing_prefill_decode/timing_prefill_decode.ipynb", "nbgrader_config.py",
-             "gradebook.db", "utils/grade.py", "utils", "source/lesson.ipynb"]
+             "gradebook.db", "utils/grading/run.py", "utils", "source/lesson.ipynb"]
     probe = f"""
 import ast, glob, os, re, site, sys
 targets, names = {targets!r}, {names!r}

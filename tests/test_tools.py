@@ -8,8 +8,8 @@ import nbformat
 import pytest
 
 from conftest import SYNTH, make_course, synthetic_cells
-from utils import nbauthor as nb
-from utils.check import REFERENCE, RELEASE, check_lesson, leaks, secret_lines
+from utils.authoring import nbauthor as nb
+from utils.authoring.check import REFERENCE, RELEASE, check_lesson, leaks, secret_lines
 from utils.coursedir import ToolError, resolve_lessons, score_table, CellScore, strip_markers, submission_from
 
 pytestmark = pytest.mark.slow
@@ -113,8 +113,8 @@ def test_a_postgresql_gradebook_named_by_the_course_is_never_touched(tmp_path):
     test_check_passes_a_sound_lesson): with an unreachable PostgreSQL db_url in the course's
     nbgrader_config.py they still succeed (any attempt to use it would fail) and write no
     gradebook.db beside it either."""
-    from utils.build import build
-    from utils.demo import REFERENCE as DEMO_REFERENCE, run as demo
+    from utils.authoring.build import build
+    from utils.authoring.demo import REFERENCE as DEMO_REFERENCE, run as demo
 
     root = with_unreachable_postgres(make_course(tmp_path / "c", synthetic_cells()))
     assert build(root, [SYNTH]) == [SYNTH]

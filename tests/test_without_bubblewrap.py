@@ -1,5 +1,5 @@
 """Where bubblewrap cannot run: the demo grades its own samples without the sandbox and says so;
-grading real submissions (utils.grade, plain nbgrader autograde) still refuses.
+grading real submissions (utils.grading.run, plain nbgrader autograde) still refuses.
 
 bubblewrap is made unavailable the way a machine without it looks: a PATH on which there is no
 `bwrap` (every folder of PATH that holds one is replaced by a folder of links to everything else
@@ -18,8 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils import demo
-from utils.check import REFERENCE, RELEASE
+from utils.authoring import demo
+from utils.authoring.check import REFERENCE, RELEASE
 from utils.coursedir import REPO, ToolError, nbgrader, read_scores, scratch_course
 from utils.sandbox import OPT_OUT
 
@@ -93,7 +93,7 @@ def test_make_demo_passes_without_bubblewrap_and_says_so(no_bwrap_env):
     in the summary."""
     config = _digest(REPO / "nbgrader_config.py")
     first = demo.lessons(REPO)[0]
-    proc = subprocess.run([sys.executable, "-m", "utils.demo", first], cwd=REPO, env=no_bwrap_env,
+    proc = subprocess.run([sys.executable, "-m", "utils.authoring.demo", first], cwd=REPO, env=no_bwrap_env,
                           capture_output=True, text=True, timeout=1800)
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
@@ -137,7 +137,7 @@ def test_grading_real_submissions_still_refuses_without_bubblewrap(tmp_path, no_
     (course / "submitted" / "ann" / SYNTH).mkdir(parents=True)
     nbformat.write(release, str(course / "submitted" / "ann" / SYNTH / "synthetic.ipynb"))
 
-    proc = subprocess.run([sys.executable, "-m", "utils.grade", "--course", str(course)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "utils.grading.run", "--course", str(course)], cwd=REPO,
                           env=no_bwrap_env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1
     assert "the autograding sandbox cannot run: 'bwrap' is not installed" in proc.stderr
@@ -166,4 +166,4 @@ def test_make_demo_installs_bubblewrap_where_it_can():
 
 def test_make_gpu_check_with_py_uses_that_python_and_installs_nothing():
     out = _make_n("-B", "gpu-check", "PY=python3")
-    assert out.strip() == "python3 -m utils.gpu_check"
+    assert out.strip() == "python3 -m utils.bench.gpu_check"

@@ -11,9 +11,9 @@ import nbformat
 import pytest
 
 from utils.coursedir import nbgrader_meta, submission_from
-from utils.grade import course_settings, grade_lessons
+from utils.grading.run import course_settings, grade_lessons
 from utils.coursedir import read_scores_url
-from utils.workflow import (collect, feedback, import_roster, release, sandbox, student_fetch,
+from utils.classroom.workflow import (collect, feedback, import_roster, release, sandbox, student_fetch,
                             student_fetch_feedback, student_submit, zip_collect)
 
 pytestmark = pytest.mark.slow
@@ -181,7 +181,7 @@ def _collector(root: Path, inbound: Path, cap_mb: float = 20.0):
     plays the student here), the exchange's inbound/ given."""
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
-    from utils.workflow import OwnerCheckedCollect
+    from utils.classroom.workflow import OwnerCheckedCollect
     cfg = Config()
     cfg.OwnerCheckedCollect.max_submission_mb = cap_mb
     cfg.OwnerCheckedCollect.check_owner = False
@@ -193,7 +193,7 @@ def _collector(root: Path, inbound: Path, cap_mb: float = 20.0):
 
 def _one_submission(tmp_path: Path, extra: dict[str, str] | None = None) -> tuple[Path, Path, dict]:
     """A course with lesson 01_tiny released (its one notebook) and one student's submission."""
-    from utils.workflow import OwnerCheckedCollect
+    from utils.classroom.workflow import OwnerCheckedCollect
     root = tmp_path / "course"
     (root / "release" / LESSON).mkdir(parents=True)
     (root / "release" / LESSON / NB).write_text("{}")

@@ -8,7 +8,7 @@
 #   bash utils/system_deps.sh                  what the test suite needs (make test)
 #   bash utils/system_deps.sh bubblewrap       only the packages named (make demo)
 #   bash utils/system_deps.sh --class-server   what a class server needs, and only that
-#                                              (utils/classroom-packages.txt, the proxy from npm,
+#                                              (utils/classroom/packages.txt, the proxy from npm,
 #                                              nodejs and npm from Debian where npm is missing);
 #                                              fails when something cannot be installed
 set -u
@@ -44,7 +44,7 @@ install_npm_packages() {
 failed=0
 list="$here/system-packages.txt"
 if [ $class_server = 1 ]; then
-  list="$here/classroom-packages.txt"
+  list="$here/classroom/packages.txt"
   trap 'install_npm_packages; exit $failed' EXIT
   mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e 's/^[[:space:]]*//' -e '/^$/d' "$list")
   # JupyterHub's proxy runs on Node.js; Debian's nodejs and npm only where npm is not there already

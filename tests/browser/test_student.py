@@ -302,7 +302,7 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
 def test_validate_shows_the_failing_check_without_scrolling(student, course_copy):
     """One misconception (TPOT over n tokens, not n - 1 gaps), everything else right."""
     from utils.coursedir import nbgrader_meta
-    from utils.samples_io import load_samples
+    from utils.authoring.samples_io import load_samples
 
     _, lesson = course_copy
     page = student.page

@@ -1,6 +1,6 @@
 """The course's grading: graded cells observe in the student's kernel, the grader judges outside it.
 
-nbgrader_config.py calls `install(c)`, so `utils.grade`, plain `nbgrader autograde`, `utils.check`,
+nbgrader_config.py calls `install(c)`, so `utils.grading.run`, plain `nbgrader autograde`, `utils.authoring.check`,
 the demo and the formgrader all grade through the same steps (one file each, as nbgrader's own
 preprocessors):
 
@@ -25,7 +25,7 @@ preprocessors):
                                                 nbconvert renders a submission (feedback, formgrader)
 
 observations.py holds the judging itself (collect, judge), base.py the notes each step leaves in
-the graded notebook for `utils.grade`'s report.
+the graded notebook for `utils.grading.run`'s report.
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ def install(c) -> None:
     from nbgrader.converters.generate_feedback import GenerateFeedback
     from nbgrader.preprocessors import Execute, LimitOutput, OverwriteCells
 
-    from utils.grading.execute import SafeExecute
-    from utils.grading.hide_hidden import HideHiddenTests
-    from utils.grading.kernel_fields import KernelFields
-    from utils.grading.safe_html import configure_html
-    from utils.grading.limit_output import LimitOutputSize
-    from utils.grading.overwrite import SafeOverwriteCells
+    from utils.grading.steps.execute import SafeExecute
+    from utils.grading.steps.hide_hidden import HideHiddenTests
+    from utils.grading.steps.kernel_fields import KernelFields
+    from utils.grading.steps.safe_html import configure_html
+    from utils.grading.steps.limit_output import LimitOutputSize
+    from utils.grading.steps.overwrite import SafeOverwriteCells
     from utils.grading.reference import ReferenceObservations
-    from utils.grading.verdicts import Verdicts
-    from utils.grading.well_formed import WellFormed
+    from utils.grading.steps.verdicts import Verdicts
+    from utils.grading.steps.well_formed import WellFormed
 
     replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts, KernelFields],
                LimitOutput: [LimitOutputSize]}
@@ -57,7 +57,7 @@ def install(c) -> None:
     # Generated notebooks carry the kernel's full language_info, so they open unmodified.
     from nbgrader.converters.generate_assignment import GenerateAssignment
 
-    from utils.language_info import KernelLanguageInfo
+    from utils.authoring.language_info import KernelLanguageInfo
 
     c.GenerateAssignment.preprocessors = [
         *GenerateAssignment.class_traits()["preprocessors"].default(), KernelLanguageInfo]

@@ -28,8 +28,8 @@ from pathlib import Path
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer, Unicode
 
-from utils.grading.base import is_test_cell
-from utils.grading.observations import Observation, _as_observation, collect, visible_labels
+from utils.grading.steps.base import is_test_cell
+from utils.grading.steps.observations import Observation, _as_observation, collect, visible_labels
 
 RESOURCE_KEY = "reference_observations"
 _memo: dict[str, dict] = {}
@@ -191,7 +191,7 @@ def check_gradebook(ref: Reference, db_url: str, lesson: str, notebook: str) -> 
     if differ:
         raise ReferenceRefused(f"{lesson}: graded cell(s) {', '.join(differ)} of the source differ from the ones "
                                f"the gradebook was built with; run `nbgrader generate_assignment {lesson} --force` "
-                               f"(or `python -m utils.build`) first. Nothing was graded.")
+                               f"(or `python -m utils.authoring.build`) first. Nothing was graded.")
 
 
 class ReferenceObservations(NbGraderPreprocessor):

@@ -1,0 +1,153 @@
+"""Grading throughput: how long `utils.grading.run` takes for a class, serial and in parallel.
+
+    python -m utils.bench.grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--sandbox]
+    python -m utils.bench.grading --sandbox-cost ROUNDS [--students N] [--workers 1] [--lessons ...]
+
+A benchmark, not a test: it builds a scratch course from the lessons in source/ (or, with
+--sandbox or when source/ has none, the two tiny sandbox lessons of utils.classroom.workflow), has enough
+students submit every lesson to make --submissions notebook submissions (50 by default: 17
+students x 3 lessons = 51; every fifth student with the lesson's sample mistakes from
+utils/authoring/samples, the others the reference solution), then grades the class once per --workers
+value, each time on a fresh copy, and prints wall time, submissions (one lesson of one student)
+per minute and the speed-up over the first --workers value, then for each lesson its own
+submissions per minute (lessons are graded one after another, each by all the workers). Grading
+includes building the gradebook entries, autograde, feedback HTML and the grades.csv export, as
+`python -m utils.grading.run` does. The reference solution's run, which grading makes once per lesson
+(then cached in .grading-cache/), is made and timed first, apart: it is a fixed cost per lesson
+and class, not a cost per submission, so the rates are those of a class of any size. The load
+average is printed before and after every run: on a shared machine, read the figures with it.
+
+    make bench-grading BENCH_GRADING_ARGS="--students 10"
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from utils.coursedir import REPO, lessons, scratch_config, scratch_course, source_notebook, submission_from
+from utils.coursedir import nbgrader
+from utils.grading.run import grade_lessons
+from utils.authoring.samples_io import load_samples
+from utils.classroom.workflow import sandbox
+
+
+def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: bool) -> tuple[Path, list[str]]:
+    """A scratch course with `students` submissions of every lesson and the reference solution's
+    observations cached (printed: seconds per lesson); no grading yet."""
+    from utils.grading.reference import reference_for
+
+    course = base / "course"
+    if use_sandbox:
+        sandbox(course)
+        names = ["01_tiny", "02_other"]
+    else:
+        names = names or lessons(REPO)
+        scratch_course(REPO, names, course)
+        for lesson in names:
+            nbgrader(["generate_assignment", lesson, "--force"], cwd=course)
+    for lesson in names:
+        src = source_notebook(course, lesson)
+        reference = nbformat.read(str(src), as_version=4)
+        release = nbformat.read(str(course / "release" / lesson / src.name), as_version=4)
+        mistakes = {} if use_sandbox else load_samples(lesson)[0]
+        good = submission_from(release, reference, {})
+        wrong = submission_from(release, reference, mistakes) if mistakes else good
+        for i in range(students):
+            folder = course / "submitted" / f"student{i:03d}" / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(wrong if i % 5 == 4 else good, str(folder / src.name))
+    for lesson in names:
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        reference_for(source_notebook(course, lesson), course / ".grading-cache")
+        print(f"reference run of {lesson}: {time.perf_counter() - start:.1f} s (load average {load:.2f} before; "
+              f"once per lesson, cached for every run below)", flush=True)
+    return course, names
+
+
+def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float | None,
+             sandboxed: bool = True) -> dict:
+    course = Path(tempfile.mkdtemp(prefix=f"bench-w{workers}-")) / "course"
+    shutil.copytree(prepared, course)
+    # the copy grades into its own gradebook; without the sandbox only when measuring its cost
+    scratch_config(course, prepared, "" if sandboxed else "\nc.SandboxKernelManager.enabled = False\n")
+    start = time.perf_counter()
+    run = grade_lessons(course, names, workers=workers, cell_timeout=cell_timeout, quiet=True)
+    seconds = time.perf_counter() - start
+    zero = [f"{o.lesson}/{o.student}: {o.reason}" for o in run.outcomes if o.status != "graded"]
+    shutil.rmtree(course.parent, ignore_errors=True)
+    return {"workers": workers, "seconds": seconds, "notebooks": run.submissions, "problems": zero,
+            "lessons": run.lesson_seconds}
+
+
+def sandbox_cost(prepared: Path, names: list[str], workers: int, cell_timeout: float | None, rounds: int) -> int:
+    """Grade the same class with and without the sandbox, alternating, and print seconds per submission."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(rounds):
+        for sandboxed in ((True, False) if i % 2 == 0 else (False, True)):
+            load = os.getloadavg()[0]
+            r = run_once(prepared, names, workers, cell_timeout, sandboxed)
+            per = r["seconds"] / r["notebooks"]
+            times[sandboxed].append(per)
+            print(f"round {i + 1} {'sandbox   ' if sandboxed else 'no sandbox'}: {per:.2f} s per submission "
+                  f"(load average {load:.2f} before)" + (f", not graded: {r['problems'][:3]}" if r["problems"] else ""),
+                  flush=True)
+    on, off = statistics.median(times[True]), statistics.median(times[False])
+    print(f"median: {on:.2f} s with the sandbox, {off:.2f} s without: {100 * (on - off) / off:+.1f} %")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--submissions", type=int, default=50,
+                        help="notebook submissions in all, spread evenly over the lessons (default 50)")
+    parser.add_argument("--students", type=int, default=None,
+                        help="students, each submitting every lesson (overrides --submissions)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--lessons", nargs="*", default=None, help="lessons from source/ (default: all)")
+    parser.add_argument("--sandbox", action="store_true", help="grade the tiny sandbox lessons instead")
+    parser.add_argument("--cell-timeout", type=float, default=None)
+    parser.add_argument("--sandbox-cost", type=int, default=0, metavar="ROUNDS",
+                        help="instead: grade ROUNDS times with the autograding sandbox and without, "
+                             "alternating, with the first --workers value, and print the cost")
+    args = parser.parse_args(argv)
+    use_sandbox = args.sandbox or not lessons(REPO)
+    base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    try:
+        n_lessons = 2 if use_sandbox else len(args.lessons or lessons(REPO))
+        students = args.students or -(-args.submissions // n_lessons)
+        prepared, names = prepare(base, args.lessons, students, use_sandbox)
+        print(f"grading {students} students x {len(names)} lesson(s) = {students * len(names)} submissions ({', '.join(names)}"
+              f"{', sandbox' if use_sandbox else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
+        if args.sandbox_cost:
+            return sandbox_cost(prepared, names, args.workers[0], args.cell_timeout, args.sandbox_cost)
+        results = []
+        for workers in args.workers:
+            before = os.getloadavg()
+            r = run_once(prepared, names, workers, args.cell_timeout)
+            after = os.getloadavg()
+            results.append(r)
+            print(f"workers={workers}: {r['seconds']:.0f} s, {60 * r['notebooks'] / r['seconds']:.2f} "
+                  f"submissions/min ({60 * students / r['seconds']:.2f} students' whole course/min), "
+                  f"speed-up x{results[0]['seconds'] / r['seconds']:.2f}; load average (1, 5 min) "
+                  f"{before[0]:.2f} {before[1]:.2f} before, {after[0]:.2f} {after[1]:.2f} after"
+                  + (f", {len(r['problems'])} not graded: {r['problems'][:3]}" if r["problems"] else ""),
+                  flush=True)
+            print("    per lesson: " + ", ".join(f"{k} {v:.0f} s = {60 * students / v:.2f} submissions/min"
+                                             for k, v in r["lessons"].items()), flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""SafeExecute: nbgrader's Execute with every kernel in the bubblewrap sandbox (utils/sandbox/),
+where a kernel that dies or ignores the interrupt costs only its cell: the cell gets an error, a
+fresh kernel re-runs the cells before it (outputs discarded) and grading goes on. It judges
+nothing; Verdicts does, outside the kernel.
+
+The grader's own process stays bounded whatever the kernel sends (`process_message`): only the
+message types a notebook's outputs need are taken (comm and widget messages, display updates and
+unknown types are dropped before nbclient sees them, logs them or keeps widget state), a display's
+`transient` is dropped (no display id links one cell's output to another's), and once a notebook's
+outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` outputs) the rest are dropped as
+they arrive, with a note. The sandbox's kernel manager refuses any single message frame larger
+than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE).
+
+A notebook has `notebook_timeout` seconds in all (kernel starts and re-runs included): a cell
+running when it is spent is interrupted, the cells after it are not run (their graded cells score
+0 with that reason) and the report says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import queue
+import time
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import ensure_async, run_sync
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer
+
+from utils.grading.steps.base import add_note, grade_id
+
+
+def error_output(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _size(content: dict) -> int:
+    """About how many bytes an output message's content holds."""
+    text = content.get("text")
+    if isinstance(text, str) and len(content) <= 3:
+        return len(text)
+    try:
+        return len(json.dumps(content))
+    except (TypeError, ValueError, RecursionError):
+        return 1 << 40
+
+
+class SafeExecute(Execute):
+    max_restarts = Integer(3, help="Fresh kernels started for one notebook before the remaining "
+                                   "cells are marked as not run").tag(config=True)
+    probe_timeout = Integer(10, help="Seconds a kernel has to answer after a timed-out cell was "
+                                     "interrupted before it is replaced").tag(config=True)
+    notebook_timeout = Integer(1200, help="Seconds one notebook may take in all (kernel starts and "
+                                          "re-runs included); the cells left when they are spent are "
+                                          "not run (0 for their graded cells). 0: no limit").tag(config=True)
+    max_output_bytes = Integer(32 << 20, help="Bytes of outputs one notebook's kernel may send; what "
+                                              "arrives beyond is dropped as it arrives").tag(config=True)
+    max_outputs_arrived = Integer(2000, help="Outputs one cell may send; later ones are dropped as they "
+                                             "arrive").tag(config=True)
+    # nothing of the kernel's widgets or message timings is kept (nor written to the notebook)
+    store_widget_state = Bool(False, help="Never: widget state is the kernel's").tag(config=True)
+    record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        from utils.sandbox import SandboxKernelManager
+
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._failed_cells: set[int] = set()   # killed the kernel or hung it: never replayed
+        self._restarts = 0
+        self._gave_up = False
+        self._arrived = 0          # bytes of outputs taken from the kernel so far
+        self._dropped = 0          # outputs dropped as they arrived
+        self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout > 0 else math.inf
+        self._out_of_time = False
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            if self._dropped:
+                self._note("output-dropped", None, f"{self._dropped} output(s) sent by the kernel beyond "
+                                                   f"{self.max_output_bytes >> 20} MiB (or {self.max_outputs_arrived} "
+                                                   f"in one cell) were dropped as they arrived")
+
+    # -- what the grader takes from the kernel's messages ------------------------------------------
+    KEPT = frozenset({"status", "execute_input", "stream", "display_data", "execute_result", "error", "clear_output"})
+    OUTPUTS = frozenset({"stream", "display_data", "execute_result", "error"})
+
+    def process_message(self, msg, cell, cell_index):
+        msg_type = msg.get("msg_type") if isinstance(msg, dict) else None
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if msg_type not in self.KEPT or not isinstance(content, dict):
+            return None   # comm_*, update_display_data, anything unknown: never logged or kept
+        if msg_type == "status" and not isinstance(content.get("execution_state"), str):
+            return None
+        content.pop("transient", None)
+        if "execution_count" in content:   # the grader numbers the cells (KernelFields): 0 is "it ran"
+            content["execution_count"] = 0
+        if msg_type in self.OUTPUTS:
+            size = _size(content)
+            if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived:
+                self._dropped += 1
+                return None
+            self._arrived += size
+        return super().process_message(msg, cell, cell_index)
+
+    def _get_timeout(self, cell):
+        """The cell's limit, never past the notebook's total."""
+        timeout = super()._get_timeout(cell)
+        if self._deadline < math.inf:
+            left = max(1, math.ceil(self._deadline - time.monotonic()))
+            timeout = left if timeout is None else min(timeout, left)
+        return timeout
+
+    def _note(self, event: str, cell, text: str) -> None:
+        add_note(self.nb, event, grade_id(cell) if cell is not None else None, text)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code" or not cell.source.strip():
+            return super().preprocess_cell(cell, resources, index)
+        where = grade_id(cell) or f"#{index}"
+        if not self._out_of_time and time.monotonic() >= self._deadline:
+            self._out_of_time = True
+            self._note("notebook-timeout", None, f"the notebook ran past its total limit of {self.notebook_timeout} s "
+                                                 f"(SafeExecute.notebook_timeout); the cells from #{index} on were "
+                                                 f"not run (0 for their graded cells)")
+        if self._out_of_time:
+            cell.outputs = [error_output("NotebookTimeout", f"not run: the notebook ran past its total time "
+                                                            f"limit of {self.notebook_timeout} s")]
+            return cell, self.resources
+        if self._gave_up:
+            cell.outputs = [error_output("NotRun", "not run: the kernel died or hung too often in "
+                                                   "earlier cells of this notebook")]
+            return cell, self.resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            cell.outputs = list(cell.get("outputs", [])) + [error_output(
+                "DeadKernelError", "the kernel died while running this cell (os._exit, a signal "
+                "or a crash); the grader started a new kernel and re-ran the cells before it")]
+            self._note("kernel-died", cell, f"the kernel died in cell '{where}' (os._exit, a signal or a crash)")
+            self._failed_cells.add(index)
+            self._recover(cell, index)
+            return cell, self.resources
+        except CellTimeoutError:   # interrupted, but the kernel never went idle again
+            cell.outputs = list(cell.get("outputs", []))
+            if not self._timed_out(cell):
+                cell.outputs.append(error_output(self._timeout_name(), f"no reply from the kernel within {self.timeout} s"))
+        if self._timed_out(cell) and time.monotonic() >= self._deadline:
+            return cell, self.resources   # the notebook's total, not the cell's: the next cell says so
+        if self._timed_out(cell):
+            self._note("timeout", cell, f"cell '{where}' ran past the {self.timeout} s limit and was "
+                                        f"interrupted (0 for that cell)")
+            if not self._responsive():
+                self._note("kernel-unresponsive", cell, f"the kernel ignored the interrupt in cell '{where}'; "
+                                                        f"it was replaced")
+                self._failed_cells.add(index)
+                self._recover(cell, index)
+        return cell, self.resources
+
+    def _timeout_name(self) -> str:
+        return self.error_on_timeout.get("ename", "CellTimeoutError")
+
+    def _timed_out(self, cell) -> bool:
+        return any(o.get("output_type") == "error" and o.get("ename") == self._timeout_name()
+                   for o in cell.get("outputs", []))
+
+    def _responsive(self) -> bool:
+        """After an interrupt: does the kernel answer a trivial request in probe_timeout s?"""
+        try:
+            msg_id = run_sync(ensure_async)(self.kc.execute("", silent=True, store_history=False))
+            deadline = time.monotonic() + self.probe_timeout
+            while time.monotonic() < deadline:
+                try:
+                    msg = run_sync(self.kc.get_shell_msg)(timeout=max(0.1, deadline - time.monotonic()))
+                except queue.Empty:
+                    return False
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return True
+        except Exception:  # noqa: BLE001 - a kernel we cannot even ask is not responsive
+            pass
+        return False
+
+    def _fresh_kernel(self) -> None:
+        try:
+            if self.km is not None and run_sync(self.km.is_alive)():
+                run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception:  # noqa: BLE001 - already dead or half dead: start over regardless
+            pass
+        try:
+            if self.kc is not None:
+                run_sync(ensure_async)(self.kc.stop_channels())
+            if self.km is not None:
+                run_sync(self.km.cleanup_resources)()
+        except Exception:  # noqa: BLE001
+            pass
+        self.kc = None
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+
+    def _replay(self, failed_index: int) -> bool:
+        """Re-run the cells before `failed_index` in the fresh kernel (outputs discarded)."""
+        for j in range(failed_index):
+            earlier = self.nb.cells[j]
+            if j in self._failed_cells or earlier.cell_type != "code" or not earlier.source.strip():
+                continue
+            scratch = copy.deepcopy(earlier)
+            try:
+                self.execute_cell(scratch, j, store_history=False)
+            except (DeadKernelError, CellTimeoutError):
+                self._failed_cells.add(j)
+                return False
+            if self._timed_out(scratch) and not self._responsive():
+                self._failed_cells.add(j)
+                return False
+        return True
+
+    def _recover(self, cell, failed_index: int) -> None:
+        while self._restarts < self.max_restarts:
+            self._restarts += 1
+            self._fresh_kernel()
+            self._note("kernel-restarted", None, "a fresh kernel re-ran the cells before it and grading went on")
+            if self._replay(failed_index):
+                return
+        self._gave_up = True
+        self._note("gave-up", None, "the kernel failed too often; the remaining cells were not run (0)")

@@ -1,0 +1,92 @@
+"""Student Markdown and outputs never run in the instructor's (or a student's) browser.
+
+nbgrader renders a submission to HTML in two places, both through nbconvert's HTMLExporter with the
+course's config: the feedback (GenerateFeedback, template 'feedback') and the formgrader's view of a
+submission (template 'formgrade'). nbconvert's `sanitize_html` option cleans outputs (text/html,
+SVG, Markdown outputs; JavaScript and widget outputs are not rendered at all), but nbgrader's two
+templates render Markdown cells with a block of their own that ignores it, so a `<script>` in a
+student's Markdown cell ran in the formgrader with the instructor's session.
+
+`configure_html(c)` (called by `utils.grading.install`) turns `sanitize_html` on and replaces two of
+the exporter's Jinja filters, in every template: `markdown2html` (nbconvert's rendering, then
+`safe_html`) and `clean_html` (`safe_html` instead of nbconvert's, which escapes even <p> and <h1>).
+`safe_html` keeps an allowlist of tags for text, tables and images; attributes `class`, `id`,
+`title`, `alt`, `align`, and `href`/`src` with http(s), mailto or in-page links (images also
+`data:image/...` of PNG, JPEG or GIF). No script, style, iframe, form, event handler, `style`
+attribute, SVG or javascript:/data: link survives; what is not allowed is shown as text.
+"""
+
+from __future__ import annotations
+
+import re
+
+TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em",
+    "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "ol", "p", "pre", "q",
+    "s", "samp", "small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot",
+    "th", "thead", "tr", "u", "ul", "var",
+})
+COMMON = ("class", "id", "title")
+_LINK = re.compile(r"(https?:|mailto:|#)", re.IGNORECASE)
+_IMAGE = re.compile(r"(https?:|data:image/(png|jpeg|gif);base64,)", re.IGNORECASE)
+
+
+def _attribute(tag: str, name: str, value: str) -> bool:
+    if name in COMMON:
+        return True
+    if tag == "a" and name == "href":
+        return bool(_LINK.match(value.strip()))
+    if tag == "img" and name == "src":
+        return bool(_IMAGE.match(value.strip()))
+    if tag == "img" and name in ("alt", "width", "height"):
+        return True
+    return tag in ("td", "th") and name in ("align", "colspan", "rowspan")
+
+
+def safe_html(html) -> str:
+    """`html` with only the allowed tags and attributes (the rest shown as text, never run)."""
+    import bleach
+
+    text = html.decode() if isinstance(html, bytes) else str(html)
+    return bleach.clean(text, tags=TAGS, attributes=_attribute,
+                        protocols={"http", "https", "mailto", "data"}, strip=False, strip_comments=True)
+
+
+class SafeMarkdown:
+    """The exporter's markdown2html filter (attachments, anchors, math as nbconvert renders them),
+    its HTML then cleaned by `safe_html`."""
+
+    def __init__(self, exporter):
+        self.exporter = exporter
+
+    def __call__(self, context, source):
+        from nbconvert.exporters import HTMLExporter
+
+        exporter = self.exporter if isinstance(self.exporter, HTMLExporter) else HTMLExporter()
+        return safe_html(HTMLExporter.markdown2html(exporter, context, source))
+
+
+def _context_filter():
+    """A Jinja filter class given the exporter (nbconvert constructs configurable filters with
+    parent=exporter) and the template's context."""
+    from jinja2 import pass_context
+    from traitlets.config import LoggingConfigurable
+
+    class SafeMarkdown2HTML(LoggingConfigurable):
+        # Jinja reads this on the filter object itself: the template's context comes first
+        jinja_pass_arg = pass_context(lambda: None).jinja_pass_arg
+
+        def __call__(self, context, source):
+            return SafeMarkdown(self.parent)(context, source)
+
+    return SafeMarkdown2HTML
+
+
+def configure_html(c) -> None:
+    """Sanitised HTML in every nbconvert HTML export the course's config reaches."""
+    c.HTMLExporter.sanitize_html = True
+    c.HTMLExporter.filters = {"markdown2html": "utils.grading.steps.safe_html.SafeMarkdown2HTML",
+                              "clean_html": "utils.grading.steps.safe_html.safe_html"}
+
+
+SafeMarkdown2HTML = _context_filter()
