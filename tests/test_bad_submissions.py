@@ -1,7 +1,7 @@
 """Bad submissions: each gets a fair grade, the others are graded normally, nothing in submitted/
 changes, and the grade command says what happened.
 
-One scratch course (utils.classroom.workflow.sandbox: lessons 01_tiny and 02_other) holds every fabricated
+One scratch course (utils.classroom.rehearsal.rehearsal_course: lessons 01_tiny and 02_other) holds every fabricated
 submission; it is graded once (two workers, 8 s per cell) and each test reads its student.
 Lesson 01_tiny: add_test 2 points, mul_test 3, sub_test 1 (6 in all).
 """
@@ -19,7 +19,7 @@ import pytest
 
 from utils.coursedir import nbgrader_meta, submission_from
 from utils.grading.run import grade, grade_lessons, preflight
-from utils.classroom.workflow import sandbox
+from utils.classroom.rehearsal import rehearsal_course
 
 pytestmark = pytest.mark.slow
 LESSON, NB = "01_tiny", "tiny.ipynb"
@@ -128,7 +128,7 @@ def _digest(folder: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    course = sandbox(tmp_path_factory.mktemp("bad") / "course",
+    course = rehearsal_course(tmp_path_factory.mktemp("bad") / "course",
                      extra_config="\nc.SafeExecute.probe_timeout = 5\n")
     for student, what in _submissions(course).items():
         folder = course / "submitted" / student / LESSON

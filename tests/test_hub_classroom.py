@@ -44,7 +44,7 @@ import pytest
 from utils.classroom.setup import install_course, runnable_by_everyone
 from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, scratch_config, submission_from
-from utils.classroom.workflow import sandbox_lessons
+from utils.classroom.rehearsal import rehearsal_lessons
 
 pytestmark = pytest.mark.slow
 LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"
@@ -416,7 +416,7 @@ class Class:
         TIMINGS["the environment, linked from this one"] = time.monotonic() - t0
         # the tiny lesson's source and the course's configuration; the instructor's release builds it
         scratch_config(self.course, REPO, "")
-        name, cells = sandbox_lessons()[LESSON]
+        name, cells = rehearsal_lessons()[LESSON]
         A.write(self.course / "source" / LESSON / name, cells)
         shutil.copytree(REPO / "utils", self.course / "utils", ignore=shutil.ignore_patterns("__pycache__"))
         roster = self.base / "students.csv"

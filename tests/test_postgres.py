@@ -25,7 +25,7 @@ from utils.coursedir import nbgrader
 from utils.grading.run import grade_lessons
 from utils.coursedir import read_scores_url
 from utils.grading.report import report
-from utils.classroom.workflow import sandbox
+from utils.classroom.rehearsal import rehearsal_course
 
 pytestmark = pytest.mark.slow
 COURSE_ID = "prefill-decode"
@@ -107,7 +107,7 @@ def _submit(course: Path, lesson: str, nb_name: str, plans: dict[str, dict]) -> 
 
 def test_gradebook_on_postgres_with_parallel_workers_and_two_graders(postgres_url, tmp_path):
     # The course's nbgrader_config.py names the server; no gradebook.db is written.
-    course = sandbox(tmp_path / "course", extra_config=f"\nc.CourseDirectory.db_url = {postgres_url!r}\n")
+    course = rehearsal_course(tmp_path / "course", extra_config=f"\nc.CourseDirectory.db_url = {postgres_url!r}\n")
     assert not (course / "gradebook.db").exists()
     _submit(course, "01_tiny", "tiny.ipynb", {
         "ada": {}, "bo": {"mul": "def mul(a, b):\n    return a + b"},

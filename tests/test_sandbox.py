@@ -1,7 +1,7 @@
 """Hostile submissions: no cheat earns a point, no fair student is harmed, nothing outside the
 submission's work folder changes, no process outlives grading, and a memory bomb is stopped.
 
-One scratch course (utils.classroom.workflow.sandbox: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
+One scratch course (utils.classroom.rehearsal.rehearsal_course: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
 points, plus a one-question quiz lesson 03_quiz) holds every submission; it is graded once with
 `utils.grading.run` (two workers). Each cheat below gave full marks, or harmed others, before every
 autograding kernel ran in the bubblewrap sandbox (utils/sandbox/) and before the grade was
@@ -33,7 +33,7 @@ from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, ToolError, nbgrader, read_scores_url, submission_from
 from utils.grading.run import course_settings, grade_lessons
 from utils.sandbox import unavailable
-from utils.classroom.workflow import sandbox
+from utils.classroom.rehearsal import rehearsal_course
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(unavailable() is not None, reason=f"bubblewrap cannot run here: {unavailable()}")]
@@ -179,7 +179,7 @@ def _write(folder: Path, nb) -> None:
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     listener = Listener()
-    course = sandbox(tmp_path_factory.mktemp("hostile") / "course",
+    course = rehearsal_course(tmp_path_factory.mktemp("hostile") / "course",
                      extra_config="\nc.SandboxKernelManager.memory_limit_mb = 1024\n")
     A.write(course / "source" / QUIZ / "quiz.ipynb", quiz_cells())
     nbgrader(["generate_assignment", QUIZ, "--force"], cwd=course)
@@ -338,7 +338,7 @@ def test_a_notebook_under_another_name_is_graded_and_reported(graded):
 # --- the same protection for plain nbgrader, and no grading without it ------------------------
 
 def test_plain_nbgrader_autograde_is_sandboxed_and_fails_closed(tmp_path):
-    course = sandbox(tmp_path / "course")
+    course = rehearsal_course(tmp_path / "course")
     release = nbformat.read(str(course / "release" / LESSON / NB), as_version=4)
     for student, add in cheats(course, 9).items():
         if student in ("secret_reader", "input_transformer"):

@@ -13,7 +13,8 @@ import pytest
 from utils.coursedir import nbgrader_meta, submission_from
 from utils.grading.run import course_settings, grade_lessons
 from utils.coursedir import read_scores_url
-from utils.classroom.workflow import (collect, feedback, import_roster, release, sandbox, student_fetch,
+from utils.classroom.rehearsal import rehearsal_course
+from utils.classroom.workflow import (collect, feedback, import_roster, release, student_fetch,
                             student_fetch_feedback, student_submit, zip_collect)
 
 pytestmark = pytest.mark.slow
@@ -40,7 +41,7 @@ def _totals(course: Path) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     base = tmp_path_factory.mktemp("workflow")
-    return sandbox(base / "course"), base / "exchange", base
+    return rehearsal_course(base / "course"), base / "exchange", base
 
 
 def test_class_workflow_through_the_exchange(course):

@@ -37,7 +37,7 @@ from utils.coursedir import REPO, lessons, scratch_config, scratch_course, sourc
 from utils.coursedir import nbgrader
 from utils.grading.run import grade_lessons
 from utils.authoring.samples_io import load_samples
-from utils.classroom.workflow import sandbox
+from utils.classroom.rehearsal import rehearsal_course
 
 
 def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: bool) -> tuple[Path, list[str]]:
@@ -47,7 +47,7 @@ def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: boo
 
     course = base / "course"
     if use_sandbox:
-        sandbox(course)
+        rehearsal_course(course)
         names = ["01_tiny", "02_other"]
     else:
         names = names or lessons(REPO)

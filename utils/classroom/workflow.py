@@ -5,7 +5,7 @@
     python -m utils.classroom.workflow collect LESSON               # collect --update from the exchange
     python -m utils.classroom.workflow zip-collect LESSON FILE...   # LMS downloads (zip or .ipynb) -> submitted/
     python -m utils.classroom.workflow feedback LESSON [--show-hidden-tests]   # generate + release feedback
-    python -m utils.classroom.workflow sandbox DIR                  # a tiny two-lesson course to rehearse on
+    python -m utils.classroom.workflow rehearsal DIR                # a tiny two-lesson course to rehearse on
 
 Grading itself is `python -m utils.grading.run`, the class report `python -m utils.grading.report`.
 Every command takes --exchange DIR (default: nbgrader's Exchange.root,
@@ -33,8 +33,8 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import check_mode, ignore_patterns, parse_utc
 from traitlets import Float, Integer
 
-from utils.authoring import nbauthor as A
-from utils.coursedir import REPO, ToolError, nbgrader, scratch_config
+from utils.classroom.rehearsal import rehearsal_course
+from utils.coursedir import REPO, ToolError, nbgrader
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
 # "-1" suffix for a resubmission), or plainly "doe_two_phases.ipynb". student_id is the part
@@ -408,50 +408,6 @@ def student_fetch_feedback(home: Path, lesson: str, student: str, exchange: Path
     return sorted(Path(home).glob(f"{lesson}/feedback/*/*.html"))
 
 
-# --- a sandbox course -------------------------------------------------------------------------
-
-def sandbox_lessons() -> dict[str, tuple[str, list]]:
-    """Two tiny lessons shaped like the real ones (setup, solution, graded test with hidden part)."""
-    tiny = [
-        A.md("# Tiny lesson\nThree small functions.", "intro"),
-        A.readonly("setup", "from course.checks import check_equal"),
-        A.solution("add", "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION"),
-        A.tests("add_test", 2, "check_equal('add(1, 2)', add(1, 2), 3)\n"
-                "### BEGIN HIDDEN TESTS\n# HIDDEN-CHECK-ADD\nfrom course.observe import observe\n"
-                "observe('add(0.1, 0.2)', add(0.1, 0.2))\nobserve('add(-5, 7)', add(-5, 7), 'exact')\n"
-                "### END HIDDEN TESTS"),
-        A.solution("mul", "def mul(a, b):\n    ### BEGIN SOLUTION\n    return a * b\n    ### END SOLUTION"),
-        A.tests("mul_test", 3, "check_equal('mul(2, 3)', mul(2, 3), 6)\n### BEGIN HIDDEN TESTS\n# HIDDEN-CHECK-MUL\n"
-                "from course.observe import observe\nobserve('mul(4, 5)', mul(4, 5), 'exact')\n### END HIDDEN TESTS"),
-        A.solution("sub", "def sub(a, b):\n    ### BEGIN SOLUTION\n    return a - b\n    ### END SOLUTION"),
-        A.tests("sub_test", 1, "check_equal('sub(3, 1)', sub(3, 1), 2)\n### BEGIN HIDDEN TESTS\n"
-                "from course.observe import observe\nobserve('sub(10, 4)', sub(10, 4), 'exact')\n### END HIDDEN TESTS"),
-    ]
-    other = [
-        A.md("# Other lesson", "other_intro"),
-        A.readonly("other_setup", "from course.checks import check_close"),
-        A.solution("half", "def half(x):\n    ### BEGIN SOLUTION\n    return x / 2\n    ### END SOLUTION"),
-        A.tests("half_test", 1, "check_close('half(4)', half(4), 2.0)\n### BEGIN HIDDEN TESTS\n"
-                "from course.observe import observe\nobserve('half(1)', half(1))\n### END HIDDEN TESTS"),
-    ]
-    return {"01_tiny": ("tiny.ipynb", tiny), "02_other": ("other.ipynb", other)}
-
-
-def sandbox(root: Path, cell_timeout: int | None = None, extra_config: str = "", one_account: bool = True) -> Path:
-    """A course directory at `root` with the two sandbox lessons in source/ and release/ built.
-    one_account: one Unix account plays every student (a rehearsal), so collect cannot check
-    that a submission's files belong to the student named in it; False keeps the check."""
-    root = Path(root)
-    extra = f"\nc.Execute.timeout = {int(cell_timeout)}\n" if cell_timeout else ""
-    if one_account:
-        extra += "\n# a rehearsal: one account plays every student, so owners cannot be checked\nc.ExchangeCollect.check_owner = False\n"
-    scratch_config(root, REPO, extra + extra_config)
-    for lesson, (name, cells) in sandbox_lessons().items():
-        A.write(root / "source" / lesson / name, cells)
-        _run(["generate_assignment", lesson, "--force"], root)
-    return root
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--course", type=Path, default=REPO, help="course directory (default: this repository)")
@@ -469,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("lesson")
     f.add_argument("--show-hidden-tests", action="store_true")
     f.add_argument("--no-release", action="store_true", help="only write feedback/, do not release it")
-    sub.add_parser("sandbox").add_argument("dir", type=Path)
+    sub.add_parser("rehearsal").add_argument("dir", type=Path)
     args = parser.parse_args(argv)
     root = args.course
     try:
@@ -489,9 +445,9 @@ def main(argv: list[str] | None = None) -> int:
             files = feedback(root, args.lesson, args.exchange, args.show_hidden_tests, not args.no_release)
             print(f"{args.lesson}: {len(files)} feedback file(s)"
                   + ("" if args.no_release else ", released to the exchange"))
-        elif args.command == "sandbox":
-            sandbox(args.dir)
-            print(f"sandbox course in {args.dir}: lessons 01_tiny and 02_other built")
+        elif args.command == "rehearsal":
+            rehearsal_course(args.dir)
+            print(f"rehearsal course in {args.dir}: lessons 01_tiny and 02_other built")
     except ToolError as err:
         print(f"{args.command} failed: {err}", file=sys.stderr)
         return 1
