@@ -108,7 +108,7 @@ lessons: | $(STUDENT_VENV)/.installed
 # The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it.
 FIRST_LESSON := $(patsubst release/%,lessons/%,$(firstword $(sort $(wildcard release/*/*.ipynb))))
 lab: $(STUDENT_VENV)/.installed lessons
-	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT) $(FIRST_LESSON)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/classroom/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT) $(FIRST_LESSON)
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)
