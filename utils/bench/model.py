@@ -40,11 +40,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from torch.nn.attention import SDPBackend
 
 from course.detect import describe, detect_hardware
 from course.device import dtype_name, model_dtype, pick_device, synchronize
 from course.graphs import capture
-from course.probes import held_against, matmul_probe, matvec_probe, read_probe
+from course.hardware import Accelerator
+from course.probes import Held, held_against, matmul_probe, matvec_probe, read_probe
 from course.threads import set_cpu_threads
 from course.timing import Sampled, interleave, timed_call
 from course.toy_model import ToyTransformer, aten_ops, attention_kernels, build_model, count_flops, launches
@@ -271,7 +273,8 @@ def neighbour_main(args) -> int:
 
 # --- main ----------------------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; --help prints it after the module's docstring."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when there is one")
     parser.add_argument("--preset", help="model preset (default: toy-gpu on a GPU, toy-cpu on a CPU)")
@@ -292,15 +295,37 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds of CPU decode and the bare products (--neighbour: per condition)")
     parser.add_argument("--before", action="store_true",
                         help="--neighbour: also run as lesson 3 did before (threads fixed, OpenMP workers spinning)")
-    args = parser.parse_args(argv)
-    if args.neighbour:
-        return neighbour_main(args)
-    record: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": load_average()}
+    return parser.parse_args(argv)
 
-    device = torch.device(args.device) if args.device else pick_device()
-    if device.type == "cuda" and not torch.cuda.is_available():
-        print("no CUDA device here", file=sys.stderr)
-        return 2
+
+@dataclass
+class Bench:
+    """What every measurement of one run shares: the device, its figures, the dtype and the model."""
+
+    device: torch.device
+    hw: Accelerator
+    dtype: torch.dtype
+    model: ToyTransformer
+    prompt_len: int  # tokens of the prefill measured
+
+    @property
+    def gpu(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def target(self) -> bool:
+        """Whether the GPU targets hold here: an H100, H200 or GH200."""
+        return self.gpu and is_target_gpu(self.hw.name)
+
+    @property
+    def peak(self) -> float:
+        """The device's peak FLOP/s in the model's dtype."""
+        return self.hw.peak(dtype_name(self.dtype))
+
+
+def build(args: argparse.Namespace, device: torch.device, record: dict) -> Bench:
+    """Settle the CPU threads, the device's figures and the model, printing each; --attention
+    restricts the model's attention to that kernel."""
     gpu = device.type == "cuda"
     if not gpu:
         threads = set_cpu_threads(args.threads)
@@ -308,11 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         record["threads"] = threads
     dtype = model_dtype(device)
     hw = detect_hardware(device, reuse=args.reuse)
-    peak, bandwidth = hw.peak(dtype_name(dtype)), hw.bandwidth_bytes_per_s
     print(describe(hw, dtype))
     record.update(device=hw.name, dtype=dtype_name(dtype), torch=torch.__version__)
     preset = args.preset or ("toy-gpu" if gpu else "toy-cpu")
-    prompt_len = args.prompt or (2048 if gpu else 512)
     t0 = time.perf_counter()
     model = build_model(preset, device, dtype)
     print(f"{preset}: {sum(p.numel() for p in model.parameters()) / 1e9:.2f}B parameters, "
@@ -321,11 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     if hw.l2_cache_bytes and model.weight_memory_bytes() < 8 * hw.l2_cache_bytes:
         print(f"  warning: the weights are under 8x the {hw.l2_cache_bytes / 2**20:.0f} MiB cache; "
               "decode may be served from cache")
-    misses = []
-    target = gpu and is_target_gpu(hw.name)
     if args.attention:
-        from torch.nn.attention import SDPBackend
         model.use_attention_backends([getattr(SDPBackend, ATTENTION_BACKENDS[args.attention])])
+    return Bench(device, hw, dtype, model, args.prompt or (2048 if gpu else 512))
+
+
+def record_kernels(bench: Bench, attention: str | None, record: dict) -> None:
+    """Print and record what an eager decode step launches (operators that launch kernels) and the
+    attention kernels prefill and decode run, on a 16-token prompt."""
+    model, device = bench.model, bench.device
     probe_cache = model.new_cache(1, 18)  # room for the two decode steps below
     probe_token = model.prefill(torch.zeros((1, 16), dtype=torch.long, device=device), probe_cache).argmax(-1, keepdim=True)
     ops = aten_ops(model.decode, probe_token, probe_cache)
@@ -336,127 +363,187 @@ def main(argv: list[str] | None = None) -> int:
         "decode": attention_kernels(model.decode, probe_token, probe_cache)}
     print(f"eager decode step: {record['decode_launches']} operators that launch kernels "
           f"({len(model.layers)} layers); attention kernels chosen: prefill {record['attention_kernels']['prefill']}, "
-          f"decode {record['attention_kernels']['decode']}" + (f" (restricted to {args.attention})" if args.attention else ""))
-    del probe_cache
+          f"decode {record['attention_kernels']['decode']}" + (f" (restricted to {attention})" if attention else ""))
 
-    # Decode, batch 1, in turns with its two bounds: a plain read of as many bytes, and bare
-    # matrix-vector products over the very same weights.
+
+def decode_steps(model: ToyTransformer, cache, token, position, gpu: bool,
+                 with_compile: bool) -> dict[str, Callable[[], None]]:
+    """The decode step, eager, and on a GPU also captured by hand as a CUDA graph and (with
+    with_compile) under torch.compile, each run three times first (compiled, captured). A way that fails is
+    named and left out: a missing toolchain or an old driver must not end the run."""
+    fns = {"eager": decode_eager(model, cache, token, position)}
+    if not gpu:
+        return fns
+    for label, make in (("CUDA graph", decode_cuda_graph), ("torch.compile + CUDA graphs", decode_compiled)):
+        if label.startswith("torch.compile") and not with_compile:
+            continue
+        try:
+            if label.startswith("torch.compile"):
+                print("  compiling with torch.compile(mode='reduce-overhead') ...", flush=True)
+            fn = make(model, cache, token, position)
+            for _ in range(3):  # compiles, captures
+                fn()
+            fns[label] = fn
+        except Exception as err:  # noqa: BLE001 - a missing toolchain or an old driver must not end the run
+            print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+    return fns
+
+
+def decode_mode(label: str, t: Sampled, products: Sampled, step_bytes: int, bound: tuple[float, str],
+                remeasure: Callable[[], float] | None, weight_ratio: float) -> dict:
+    """Print one way of decoding held against its bound (remeasured by `remeasure` if it seems
+    beaten) and against the bare products of the same rounds; return its figures."""
+    bound_rate, bound_label = bound
+    achieved = step_bytes / t.median
+    held = held_against(achieved, bound_rate, what=bound_label, remeasure=remeasure)
+    vs_matvec = share_of_products(t, products, weight_ratio)
+    print(f"  {label:28s} {t.median * 1e3:8.3f} ms/token (min {t.low * 1e3:.3f}, max {t.high * 1e3:.3f}): "
+          f"{achieved / 1e9:8.1f} GB/s = {held.percent()} of the {bound_label}; "
+          f"weights at {vs_matvec:.0%} of the bare matrix-vector rate (median over {len(t.samples)} rounds)")
+    if held.fraction is None:
+        print(f"    {held.note}")
+    return {"ms": t.median * 1e3, "min_ms": t.low * 1e3, "max_ms": t.high * 1e3, "GBps": achieved / 1e9,
+            "utilisation": held.fraction, "of_matvec": vs_matvec}
+
+
+def decode_verdict(bench: Bench, best_label: str, best_share: float, best_rate: float) -> list[str]:
+    """Print the decode target's verdict for the best way of decoding (its share of the bare
+    products' rate on a CPU, its MBU from best_rate in bytes/s on a target GPU); ["decode"] when
+    it is missed."""
+    if not bench.gpu:
+        verdict = "meets" if best_share >= CPU_DECODE_TARGET else "MISSES"
+        print(f"  target: decode >= {CPU_DECODE_TARGET:.0%} of the bare matrix-vector rate of this run: "
+              f"{verdict} ({best_share:.0%})")
+        return ["decode"] if best_share < CPU_DECODE_TARGET else []
+    if not bench.target:
+        return []
+    mbu = best_rate / bench.hw.bandwidth_bytes_per_s
+    verdict = "meets" if mbu >= GPU_DECODE_MBU_TARGET else "MISSES"
+    print(f"  target: MBU >= {GPU_DECODE_MBU_TARGET:.0%} ({best_label}): {verdict} ({mbu:.0%})")
+    return ["decode"] if mbu < GPU_DECODE_MBU_TARGET else []
+
+
+def bench_decode(bench: Bench, args: argparse.Namespace, record: dict) -> list[str]:
+    """Decode, batch 1, in turns with its two bounds: a plain read of as many bytes, and bare
+    matrix-vector products over the very same weights. Returns ["decode"] when its target is missed."""
+    model, device, gpu = bench.model, bench.device, bench.gpu
     print(f"\ndecode, batch 1, {args.context} tokens in the cache:")
     cache, token, position = _decode_setup(model, args.context, 1)
     step_bytes = model.decode_weight_bytes() + cache.nbytes
     calls = 20 if gpu else 1
     matvec, matvec_bytes = matvec_probe(model)
     read = read_probe(step_bytes, device)
-    fns = {"eager": decode_eager(model, cache, token, position)}
-    if gpu:
-        for label, make in (("CUDA graph", decode_cuda_graph), ("torch.compile + CUDA graphs", decode_compiled)):
-            if label.startswith("torch.compile") and args.no_compile:
-                continue
-            try:
-                if label.startswith("torch.compile"):
-                    print("  compiling with torch.compile(mode='reduce-overhead') ...", flush=True)
-                fn = make(model, cache, token, position)
-                for _ in range(3):  # compiles, captures
-                    fn()
-                fns[label] = fn
-            except Exception as err:  # noqa: BLE001 - a missing toolchain or an old driver must not end the run
-                print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+    fns = decode_steps(model, cache, token, position, gpu, with_compile=not args.no_compile)
     probes = {"bare matrix-vector products": matvec, "read of as many bytes": read}
     rounds = args.repeats if gpu else max(args.repeats, args.rounds)  # a CPU step's share needs many rounds
     timed = interleave({**fns, **probes}, rounds=rounds, warmup=2, timer=timer_for(device, calls),
                        label="decode and its bounds")
     matvec_rate = matvec_bytes / timed["bare matrix-vector products"].low  # the best of the run
     read_rate = step_bytes / timed["read of as many bytes"].low
+    bandwidth = bench.hw.bandwidth_bytes_per_s
     bound_rate = bandwidth if gpu else read_rate
-    bound_label = f"peak ({hw.source})" if gpu else "read bandwidth, same run"
+    bound_label = f"peak ({bench.hw.source})" if gpu else "read bandwidth, same run"
     print(f"  bounds, same run: read {read_rate / 1e9:,.1f} GB/s; bare matrix-vector products over the same "
           f"weights {matvec_rate / 1e9:,.1f} GB/s" + (f"; datasheet {bandwidth / 1e9:,.0f} GB/s" if gpu else ""))
     record["decode"] = {"context": args.context, "bytes": step_bytes, "read_GBps": read_rate / 1e9,
                         "matvec_GBps": matvec_rate / 1e9, "bound_GBps": bound_rate / 1e9, "modes": {}}
-    best_label = min(fns, key=lambda label: timed[label].median)
+    modes = record["decode"]["modes"]
+    remeasure = None if gpu else lambda: step_bytes / min(timer_for(device)(read) for _ in range(5))
     for label in fns:
-        t = timed[label]
-        achieved = step_bytes / t.median
-        held = held_against(achieved, bound_rate, what=bound_label,
-                            remeasure=None if gpu else lambda: step_bytes / min(
-                                timer_for(device)(read) for _ in range(5)))
-        vs_matvec = share_of_products(t, timed["bare matrix-vector products"],
-                                      model.decode_weight_bytes() / matvec_bytes)
-        print(f"  {label:28s} {t.median * 1e3:8.3f} ms/token (min {t.low * 1e3:.3f}, max {t.high * 1e3:.3f}): "
-              f"{achieved / 1e9:8.1f} GB/s = {held.percent()} of the {bound_label}; "
-              f"weights at {vs_matvec:.0%} of the bare matrix-vector rate (median over {rounds} rounds)")
-        if held.fraction is None:
-            print(f"    {held.note}")
-        record["decode"]["modes"][label] = {"ms": t.median * 1e3, "min_ms": t.low * 1e3, "max_ms": t.high * 1e3,
-                                            "GBps": achieved / 1e9, "utilisation": held.fraction,
-                                            "of_matvec": vs_matvec}
-    best = timed[best_label]
+        modes[label] = decode_mode(label, timed[label], timed["bare matrix-vector products"], step_bytes,
+                                   (bound_rate, bound_label), remeasure, model.decode_weight_bytes() / matvec_bytes)
     print(f"  bytes per step: {model.decode_weight_bytes() / 1e6:,.1f} MB of weights + {cache.nbytes / 1e6:,.1f} MB "
           f"of KV cache; bound {step_bytes / bound_rate * 1e3:.3f} ms")
-    if not gpu:
-        share = record["decode"]["modes"][best_label]["of_matvec"]
-        verdict = "meets" if share >= CPU_DECODE_TARGET else "MISSES"
-        print(f"  target: decode >= {CPU_DECODE_TARGET:.0%} of the bare matrix-vector rate of this run: "
-              f"{verdict} ({share:.0%})")
-        if share < CPU_DECODE_TARGET:
-            misses.append("decode")
-    elif target:
-        mbu = step_bytes / best.median / bandwidth
-        verdict = "meets" if mbu >= GPU_DECODE_MBU_TARGET else "MISSES"
-        print(f"  target: MBU >= {GPU_DECODE_MBU_TARGET:.0%} ({best_label}): {verdict} ({mbu:.0%})")
-        if mbu < GPU_DECODE_MBU_TARGET:
-            misses.append("decode")
-    del cache, fns, timed
+    best_label = min(fns, key=lambda label: timed[label].median)
+    return decode_verdict(bench, best_label, modes[best_label]["of_matvec"], step_bytes / timed[best_label].median)
 
-    # Prefill, one long prompt, in turns with a square matmul (the attainable FLOP/s) on a CPU.
-    print(f"\nprefill, {prompt_len:,} tokens:")
-    modes = [False] + ([True] if gpu and not args.no_compile else [])
+
+def time_prefill(bench: Bench, compiled: bool, repeats: int) -> tuple[Sampled, int, Held] | None:
+    """One prompt's prefill, eager or compiled, timed in turns with a square matmul (the
+    attainable FLOP/s) on a CPU, held against that or the GPU's peak and printed: (times, FLOPs,
+    held), or None when it could not run (said in a line)."""
+    label = "torch.compile" if compiled else "eager"
+    gpu, device = bench.gpu, bench.device
+    try:
+        run, flops = prefill_fn(bench.model, bench.prompt_len, compiled)
+        fns = {label: run}
+        if not gpu:
+            mm, mm_flops = matmul_probe(2048, bench.dtype, device)
+            fns["matmul"] = mm
+        timed = interleave(fns, rounds=repeats, warmup=3 if compiled else 1, timer=timer_for(device))
+    except Exception as err:  # noqa: BLE001
+        print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+        return None
+    t = timed[label]
+    rate_bound = bench.peak if gpu else mm_flops / timed["matmul"].low
+    held = held_against(flops / t.median, rate_bound,
+                        what="peak" if gpu else "2048^3 matmul rate, same run",
+                        remeasure=None if gpu else lambda: mm_flops / min(timer_for(device)(mm) for _ in range(3)))
+    print(f"  {label:14s} {t.median * 1e3:9.2f} ms (min {t.low * 1e3:.2f}, max {t.high * 1e3:.2f}), "
+          f"{flops / 1e9:,.0f} GFLOP: {flops / t.median / 1e12:.3f} TFLOP/s of {held.bound / 1e12:.3f} "
+          f"{'peak' if gpu else 'matmul (same run)'} = MFU {held.percent()}")
+    if held.fraction is None:
+        print(f"    {held.note}")
+    return t, flops, held
+
+
+def bench_prefill(bench: Bench, args: argparse.Namespace, record: dict) -> list[str]:
+    """Prefill of one long prompt, eager and (on a GPU, unless --no-compile) compiled. Returns
+    ["prefill"] when its target is missed."""
+    print(f"\nprefill, {bench.prompt_len:,} tokens:")
+    modes = [False] + ([True] if bench.gpu and not args.no_compile else [])
+    repeats = args.repeats if bench.gpu else max(3, args.repeats // 2)  # a CPU prefill takes a second
     results = []
-    record["prefill"] = {"tokens": prompt_len, "modes": {}}
+    record["prefill"] = {"tokens": bench.prompt_len, "modes": {}}
     for compiled in modes:
-        label = "torch.compile" if compiled else "eager"
-        try:
-            run, flops = prefill_fn(model, prompt_len, compiled)
-            repeats = args.repeats if gpu else max(3, args.repeats // 2)  # a CPU prefill takes a second
-            fns = {label: run}
-            if not gpu:
-                mm, mm_flops = matmul_probe(2048, dtype, device)
-                fns["matmul"] = mm
-            timed = interleave(fns, rounds=repeats, warmup=3 if compiled else 1, timer=timer_for(device))
-        except Exception as err:  # noqa: BLE001
-            print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+        measured = time_prefill(bench, compiled, repeats)
+        if measured is None:
             continue
-        t = timed[label]
-        rate_bound = peak if gpu else mm_flops / timed["matmul"].low
-        held = held_against(flops / t.median, rate_bound,
-                            what="peak" if gpu else "2048^3 matmul rate, same run",
-                            remeasure=None if gpu else lambda: mm_flops / min(timer_for(device)(mm) for _ in range(3)))
-        results.append((t, flops, held))
-        print(f"  {label:14s} {t.median * 1e3:9.2f} ms (min {t.low * 1e3:.2f}, max {t.high * 1e3:.2f}), "
-              f"{flops / 1e9:,.0f} GFLOP: {flops / t.median / 1e12:.3f} TFLOP/s of {held.bound / 1e12:.3f} "
-              f"{'peak' if gpu else 'matmul (same run)'} = MFU {held.percent()}")
-        if held.fraction is None:
-            print(f"    {held.note}")
-        record["prefill"]["modes"][label] = {"ms": t.median * 1e3, "GFLOP": flops / 1e9,
-                                             "TFLOPps": flops / t.median / 1e12, "bound_TFLOPps": held.bound / 1e12,
-                                             "mfu": held.fraction}
-    if results:
-        t, flops, held = min(results, key=lambda r: r[0].median)
-        print(f"  bound: {flops / held.bound * 1e3:.2f} ms at {held.bound / 1e12:.3f} TFLOP/s")
-        if target:
-            mfu = flops / t.median / peak
-            verdict = "meets" if (mfu >= GPU_PREFILL_MFU_TARGET and prompt_len == 2048) else "MISSES"
-            print(f"  target: MFU >= {GPU_PREFILL_MFU_TARGET:.0%} at 2,048 tokens: {verdict} ({mfu:.0%})")
-            if verdict == "MISSES":
-                misses.append("prefill")
+        t, flops, held = measured
+        results.append(measured)
+        record["prefill"]["modes"]["torch.compile" if compiled else "eager"] = {
+            "ms": t.median * 1e3, "GFLOP": flops / 1e9, "TFLOPps": flops / t.median / 1e12,
+            "bound_TFLOPps": held.bound / 1e12, "mfu": held.fraction}
+    if not results:
+        return []
+    t, flops, held = min(results, key=lambda r: r[0].median)
+    print(f"  bound: {flops / held.bound * 1e3:.2f} ms at {held.bound / 1e12:.3f} TFLOP/s")
+    if not bench.target:
+        return []
+    mfu = flops / t.median / bench.peak
+    verdict = "meets" if (mfu >= GPU_PREFILL_MFU_TARGET and bench.prompt_len == 2048) else "MISSES"
+    print(f"  target: MFU >= {GPU_PREFILL_MFU_TARGET:.0%} at 2,048 tokens: {verdict} ({mfu:.0%})")
+    return ["prefill"] if verdict == "MISSES" else []
+
+
+def finish(record: dict, misses: list[str], json_path: str | None) -> None:
+    """Print the load average after the run and the targets missed; write every figure to json_path."""
     record["load_average_after"] = load_average()
     record["missed"] = misses
     print(f"\nload average before {record['load_average_before']}, after {record['load_average_after']}")
     if misses:
         print(f"below target: {', '.join(misses)}")
-    if args.json:
-        with open(args.json, "w") as out:
+    if json_path:
+        with open(json_path, "w") as out:
             json.dump(record, out, indent=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and print (module docstring); exit status 0, 1 when a target is missed under
+    --strict, 2 when --device cuda names no CUDA device."""
+    args = parse_args(argv)
+    if args.neighbour:
+        return neighbour_main(args)
+    record: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average_before": load_average()}
+    device = torch.device(args.device) if args.device else pick_device()
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("no CUDA device here", file=sys.stderr)
+        return 2
+    bench = build(args, device, record)
+    record_kernels(bench, args.attention, record)
+    misses = bench_decode(bench, args, record)  # its cache and captured steps are freed before prefill
+    misses += bench_prefill(bench, args, record)
+    finish(record, misses, args.json)
     return 1 if (misses and args.strict) else 0
 
 
