@@ -42,7 +42,12 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
+
+# torch, nbformat, nbclient and the project's modules that import torch (course.*, utils.bench.model)
+# are imported inside the functions that use them, not here: this module must start in a bare Python,
+# name every package it lacks (missing_packages) and stop before anything imports one.
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
@@ -334,8 +339,6 @@ def _kill_kernel(client) -> None:
 
 
 def _seconds(start: str | None, end: str | None) -> float | None:
-    from datetime import datetime
-
     if not start or not end:
         return None
     parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731
@@ -438,12 +441,64 @@ def _stop(signum, frame):
     raise Stopped(_STOPPED_BY[0])
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu", action="store_true", help="rehearse on the CPU when there is no GPU")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per notebook cell")
     parser.add_argument("--skip-notebook", action="store_true", help="only the benchmark")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def notebook_part(timeout_s: int, record: Record, cells: list[dict]) -> None:
+    """Lesson 3 top to bottom; each cell's time printed and its block written as soon as it has
+    run, and kept in `cells`."""
+    print("running lesson 3 top to bottom with the reference answers ...", flush=True)
+    record.write(NOTEBOOK_HEADING)
+
+    def on_cell(c):
+        cells.append(c)
+        record.write(cell_block(c))
+        print(f"  cell {c['cell']:3d}: {c['seconds'] or 0:7.1f} s" + (f"  FAILED {c['error']}" if c["error"] else ""),
+              flush=True)
+
+    run_notebook(NOTEBOOK, timeout_s, on_cell)
+    record.write(cells_summary(cells))
+
+
+def graph_part(gpu: bool, record: Record) -> bool:
+    """Lesson 3's timing path, printed and written; True when a replayed pass differed from its eager one."""
+    print("checking lesson 3's timing path (CUDA graphs) ...", flush=True)
+    graphs = graph_check(None if gpu else "cpu")
+    record.write(GRAPH_HEADING + graph_block(graphs))
+    print(graph_block(graphs), end="", flush=True)
+    return not all(graphs["same"].values())
+
+
+def bench_part(gpu: bool, record: Record) -> int:
+    """The benchmark, each line printed and written as it comes, then its figures and the load
+    average; its exit status."""
+    from utils.bench.model import load_average
+
+    print("running the benchmark ...", flush=True)
+    record.write(BENCH_HEADING)
+    json_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"gpu-check-{os.getpid()}.json"
+
+    def on_line(line):
+        print(line, end="", flush=True)
+        record.write(_indented(line))
+
+    bench_rc, _ = run_bench(gpu, json_path, on_line)
+    figures = json.loads(json_path.read_text()) if json_path.exists() else None
+    json_path.unlink(missing_ok=True)
+    record.write(bench_end(bench_rc, figures))
+    record.write(f"Load average after the run: {load_average()}.\n")
+    return bench_rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The check (module docstring); exit status 0, 1 (a failure or a stop), 2 (no usable GPU) or 3
+    (a package missing)."""
+    args = parse_args(argv)
     missing = missing_packages()
     if missing:
         print(missing_message(missing), file=sys.stderr)
@@ -468,39 +523,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:   # not the main thread: a time limit's SIGTERM ends the run as it would anyway
         previous = None
     cells: list[dict] = []
-    bench_rc, graph_failed = 0, False
     try:
         if not args.skip_notebook:
-            print("running lesson 3 top to bottom with the reference answers ...", flush=True)
-            record.write(NOTEBOOK_HEADING)
-
-            def on_cell(c):
-                cells.append(c)
-                record.write(cell_block(c))
-                print(f"  cell {c['cell']:3d}: {c['seconds'] or 0:7.1f} s" + (f"  FAILED {c['error']}" if c["error"] else ""),
-                      flush=True)
-
-            run_notebook(NOTEBOOK, args.timeout, on_cell)
-            record.write(cells_summary(cells))
-        print("checking lesson 3's timing path (CUDA graphs) ...", flush=True)
-        graphs = graph_check(None if gpu else "cpu")
-        record.write(GRAPH_HEADING + graph_block(graphs))
-        print(graph_block(graphs), end="", flush=True)
-        graph_failed = not all(graphs["same"].values())
-        print("running the benchmark ...", flush=True)
-        record.write(BENCH_HEADING)
-        json_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"gpu-check-{os.getpid()}.json"
-
-        def on_line(line):
-            print(line, end="", flush=True)
-            record.write(_indented(line))
-
-        bench_rc, _ = run_bench(gpu, json_path, on_line)
-        figures = json.loads(json_path.read_text()) if json_path.exists() else None
-        json_path.unlink(missing_ok=True)
-        record.write(bench_end(bench_rc, figures))
-        from utils.bench.model import load_average
-        record.write(f"Load average after the run: {load_average()}.\n")
+            notebook_part(args.timeout, record, cells)
+        graph_failed = graph_part(gpu, record)
+        bench_rc = bench_part(gpu, record)
     except BaseException as err:
         if not (_STOPPED_BY or isinstance(err, (Stopped, KeyboardInterrupt))):
             record.write(f"\n\n**The run failed before its end** ({type(err).__name__}: {err}); everything above "
