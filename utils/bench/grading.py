@@ -35,6 +35,7 @@ import nbformat
 
 from utils.coursedir import REPO, lessons, scratch_config, scratch_course, source_notebook, submission_from
 from utils.coursedir import nbgrader
+from utils.grading.reference import reference_for
 from utils.grading.run import grade_lessons
 from utils.authoring.samples_io import load_samples
 from utils.classroom.rehearsal import rehearsal_course
@@ -43,8 +44,6 @@ from utils.classroom.rehearsal import rehearsal_course
 def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: bool) -> tuple[Path, list[str]]:
     """A scratch course with `students` submissions of every lesson and the reference solution's
     observations cached (printed: seconds per lesson); no grading yet."""
-    from utils.grading.reference import reference_for
-
     course = base / "course"
     if use_sandbox:
         rehearsal_course(course)
