@@ -936,12 +936,9 @@ def _bind_url(address: str | None) -> str:
     return address if "://" in address else f"http://{address}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
-                        help=f"where the environment, the class record and the hub config live (default {DEFAULT_PREFIX})")
-    sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("setup", help="set up (or check and repair) the class")
+def _setup_options(s: argparse.ArgumentParser) -> None:
+    """The options of `setup`: who, where the environment, exchange, course and hub state live,
+    and how the hub is reached."""
     s.add_argument("--instructor", required=True)
     s.add_argument("--students", type=Path, required=True,
                    help="a file of user names, one a line, or nbgrader's roster CSV (id,first_name,last_name,email)")
@@ -972,46 +969,71 @@ def main(argv: list[str] | None = None) -> int:
                    help="a reverse proxy with TLS on this server serves the hub, which stays on loopback")
     s.add_argument("--profile-script", type=Path, default=DEFAULT_PROFILE_SCRIPT,
                    help=f"the login-shell script putting the environment on PATH (default {DEFAULT_PROFILE_SCRIPT})")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line: setup, add-student or teardown, and its options."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--prefix", type=Path, default=DEFAULT_PREFIX,
+                        help=f"where the environment, the class record and the hub config live (default {DEFAULT_PREFIX})")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _setup_options(sub.add_parser("setup", help="set up (or check and repair) the class"))
     a = sub.add_parser("add-student", help="add students to the class set up under --prefix")
     a.add_argument("names", nargs="+")
     a.add_argument("--create-users", action="store_true")
     t = sub.add_parser("teardown", help="remove what setup wrote into users' configuration")
     t.add_argument("--delete-exchange", action="store_true", help="also remove the course's exchange folder")
     t.add_argument("--delete-env", action="store_true", help="also remove the shared environment")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def setup_command(args: argparse.Namespace) -> Classroom:
+    """`setup`: the class its options describe, set up (or checked and repaired)."""
+    python = args.python or Path(sys.executable)
+    if args.python is None and runnable_by_everyone(python):
+        python = Path("/usr/bin/python3")
+    room = Classroom(args.instructor, read_students(args.students), prefix=str(args.prefix.resolve()),
+                     env=str(args.env.resolve()) if args.env else "", exchange=str(args.exchange.resolve()),
+                     course_dir=str(args.course_dir.resolve()) if args.course_dir else "",
+                     course_id=args.course_id,
+                     hub_state=str(args.hub_state.resolve()) if args.hub_state else "",
+                     bind_url=_bind_url(args.address), behind_proxy=args.behind_proxy,
+                     hub_port=args.hub_port, proxy_api_port=args.proxy_api_port,
+                     subdomain_host=args.subdomain_host,
+                     ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
+                     ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
+                     profile_script=str(args.profile_script))
+    return setup(room, python, args.create_users)
+
+
+def add_student_command(args: argparse.Namespace) -> Classroom:
+    """`add-student`: the named students added to the class recorded under --prefix (accounts,
+    private homes, their Jupyter configuration, runtime folders, the profile script, the hub's files)."""
+    state = load_record(args.prefix)
+    check_names(args.names)
+    room = Classroom(**{**state, "students": [*state["students"], *args.names]})
+    env_python = Path(room.env) / "bin" / "python"
+    require_root()
+    ensure_users(room, args.create_users)
+    private_homes(room)
+    _check_course_group(room, pwd.getpwnam(room.instructor).pw_gid)
+    for name in args.names:
+        user_config(room, env_python, name, instructor=False)
+    runtime_dirs(room, args.names)
+    profile_script(room)
+    hub_files(room)
+    room.todo.append("restart the hub (or add the users in its admin page) so that it lets them in")
+    return room
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; exit status 1 (the problem on stderr) when it fails."""
+    args = parse_args(argv)
     try:
         if args.command == "setup":
-            python = args.python or Path(sys.executable)
-            if args.python is None and runnable_by_everyone(python):
-                python = Path("/usr/bin/python3")
-            room = Classroom(args.instructor, read_students(args.students), prefix=str(args.prefix.resolve()),
-                             env=str(args.env.resolve()) if args.env else "", exchange=str(args.exchange.resolve()),
-                             course_dir=str(args.course_dir.resolve()) if args.course_dir else "",
-                             course_id=args.course_id,
-                             hub_state=str(args.hub_state.resolve()) if args.hub_state else "",
-                             bind_url=_bind_url(args.address), behind_proxy=args.behind_proxy,
-                             hub_port=args.hub_port, proxy_api_port=args.proxy_api_port,
-                             subdomain_host=args.subdomain_host,
-                             ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
-                             ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
-                             profile_script=str(args.profile_script))
-            print_summary(setup(room, python, args.create_users))
+            print_summary(setup_command(args))
         elif args.command == "add-student":
-            state = load_record(args.prefix)
-            check_names(args.names)
-            room = Classroom(**{**state, "students": [*state["students"], *args.names]})
-            env_python = Path(room.env) / "bin" / "python"
-            require_root()
-            ensure_users(room, args.create_users)
-            private_homes(room)
-            _check_course_group(room, pwd.getpwnam(room.instructor).pw_gid)
-            for name in args.names:
-                user_config(room, env_python, name, instructor=False)
-            runtime_dirs(room, args.names)
-            profile_script(room)
-            hub_files(room)
-            room.todo.append("restart the hub (or add the users in its admin page) so that it lets them in")
-            print_summary(room)
+            print_summary(add_student_command(args))
         elif args.command == "teardown":
             for line in teardown(args.prefix, args.delete_exchange, args.delete_env):
                 print(line)
