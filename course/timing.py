@@ -151,12 +151,11 @@ def overlap(a: Sampled, b: Sampled) -> bool:
 
 
 def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """(slope, intercept) of the least-squares line through the points."""
-    if len(xs) != len(ys) or len(xs) < 2:
-        raise ValueError(f"a line needs two or more (x, y) points, got {len(xs)} x and {len(ys)} y")
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx == 0:
-        raise ValueError("a line needs at least two different x values")
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    return slope, my - slope * mx
+    """(slope, intercept) of the least-squares line through the points (statistics.linear_regression)."""
+    try:
+        fit = statistics.linear_regression(xs, ys)
+    except statistics.StatisticsError as err:  # too few points, unequal lengths, or every x the same
+        if len(xs) != len(ys) or len(xs) < 2:
+            raise ValueError(f"a line needs two or more (x, y) points, got {len(xs)} x and {len(ys)} y") from err
+        raise ValueError("a line needs at least two different x values") from err
+    return fit.slope, fit.intercept

@@ -54,8 +54,11 @@ def test_warmup_reading_follows_the_cold_runs():
 
 def test_line_fit_is_least_squares():
     assert timing.line_fit([1, 2, 3], [3, 5, 7]) == pytest.approx((2.0, 1.0))
-    with pytest.raises(ValueError, match="two"):
+    assert timing.line_fit([0.5, 1.5, 2.5, 3.5], [1.0, 2.0, 2.0, 5.0]) == pytest.approx((1.2, 0.1))  # off the line: least squares
+    with pytest.raises(ValueError, match="two or more .* got 1 x and 1 y"):
         timing.line_fit([1], [1])
+    with pytest.raises(ValueError, match="got 3 x and 2 y"):
+        timing.line_fit([1, 2, 3], [1, 2])
     with pytest.raises(ValueError, match="different"):
         timing.line_fit([2, 2], [1, 3])
 
