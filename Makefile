@@ -58,7 +58,7 @@ check: $(STAMP)
 	$(PY) -m utils.authoring.check
 
 grade: $(STAMP)
-	$(PY) -m utils.grading.run
+	$(PY) -m utils.grading
 
 # The toy model's decode and prefill against bounds measured in the same run, afresh each time.
 # BENCH_ARGS=--reuse reuses the CPU figures of an earlier run; BENCH_ARGS=--strict fails on a miss.

@@ -53,7 +53,7 @@ _tools = _course_tools()
 if _tools:
     if _tools not in _sys.path:
         _sys.path.insert(0, _tools)
-    from utils.grading import install as _install_plugins
+    from utils.grading.pipeline import install as _install_plugins
 
     _install_plugins(c)
     # Collect takes from each submission in the exchange only the files its student owns: on one

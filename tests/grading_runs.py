@@ -8,7 +8,7 @@ solution cells replaced in the release (utils.authoring.samples_io.sample_submis
 The first test that calls `graded(LESSON)` grades, in one `utils.authoring.check.check_lesson` run (a fresh
 build in a scratch course, then one `nbgrader autograde` with the sandbox), the reference solution,
 the untouched release and every submission declared for that lesson by any collected module; later
-calls get the same result. The submissions are graded by utils.grading.run's parallel workers (one per
+calls get the same result. The submissions are graded by utils.grading's local runner (one per
 core, at most four), as `make grade` grades a class. The same overrides declared under two names are graded once. Asking for
 a submission after the lesson was graded is an error, never a second grading.
 

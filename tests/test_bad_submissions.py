@@ -18,7 +18,8 @@ import nbformat
 import pytest
 
 from utils.coursedir import nbgrader_meta, submission_from
-from utils.grading.run import grade, grade_lessons, preflight
+from utils.grading.run import grade, grade_lessons
+from utils.grading.submissions import preflight
 from utils.classroom.rehearsal import rehearsal_course
 
 pytestmark = pytest.mark.slow
@@ -148,7 +149,7 @@ def graded(tmp_path_factory):
 
 def _cells(course: Path, student: str) -> dict[str, float]:
     from utils.coursedir import read_scores_url
-    from utils.grading.run import course_settings
+    from utils.grading.settings import course_settings
 
     s = course_settings(course)
     return {r.cell: r.score for r in read_scores_url(s.db_url, s.course_id, [LESSON]) if r.student == student}

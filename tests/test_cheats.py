@@ -22,7 +22,8 @@ import pytest
 from course.observe import MIME
 from utils.authoring import nbauthor as A
 from utils.coursedir import nbgrader, scratch_config, submission_from
-from utils.grading.run import course_settings, grade_lessons
+from utils.grading.run import grade_lessons
+from utils.grading.settings import course_settings
 from utils.sandbox import unavailable
 
 pytestmark = pytest.mark.slow

@@ -41,7 +41,8 @@ from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally,
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
 from utils.coursedir import REPO, read_scores_url, scratch_course
 from utils.authoring.demo import place_samples
-from utils.grading.run import CACHE, grade_lessons
+from utils.grading.run import grade_lessons
+from utils.grading.settings import CACHE
 from utils.grading.reference import Reference
 from utils.authoring.samples_io import load_samples
 
@@ -174,9 +175,9 @@ def test_cluster_grades_like_a_local_run(graded):
 def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
     """The module's scheduler was started as docs/instructors.md says: Dask alone, none of the
     course's tools (before the test that kills it)."""
-    from utils.grading.dask.runner import Cluster, task
+    from utils.grading.dask.runner import DaskRunner, task
 
-    c = Cluster.connect(loopback["cluster"].address, lambda *a: None)
+    c = DaskRunner.connect(loopback["cluster"].address, lambda *a: None)
     try:
         # the scheduler cannot import the course's tools (its folder and path hold none)...
         assert c.client.run_on_scheduler(lambda: __import__("importlib.util").util.find_spec("utils")) is None
@@ -236,32 +237,35 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     thread.join(timeout=60)
     print(out.getvalue())
     rows = sorted(_csv_rows(course))
-    # the feedback, made by two nbgrader processes at once (one per core of this grader)
+    # the feedback, made on the workers beside each graded notebook
     feedback = sorted(f.parts[-3] for f in (course / "feedback").rglob("*.html"))
     # A rerun after a run that stopped with two of the three recorded (its journal, as that run
     # would have left it): only the third is graded again, the two keep their grades.
-    from utils.grading.dask.journal import JOURNAL, Journal, lesson_key
-    from utils.grading.dask.worker_check import fingerprint
-    from utils.grading.run import _hash_tree
+    from utils.grading import submissions
+    from utils.grading.fingerprint import fingerprint
+    from utils.grading.journal import JOURNAL, Journal, lesson_key
 
     assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
     journal, kept = Journal(course), list(KILL_STUDENTS[:2])
     key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], [])   # the workers' key
-    for s in kept:
-        journal.add(SYNTH, key, s, _hash_tree(course / "submitted" / s / SYNTH))
+    for o in run.outcomes:
+        if o.student in kept:
+            result = {"verdicts": {g: list(v) for g, v in o.verdicts.items()}, "notes": [], "score": o.score,
+                      "max_score": o.max_score, "reason": ""}
+            journal.add(SYNTH, key, o.student, submissions.hash_tree(course / "submitted" / o.student / SYNTH), result)
     # A fourth submission, new since, whose planning crashes (utils.grading.run.preflight raises on it,
     # as on a hostile file it cannot handle): it scores 0 with the reason, the rest is graded.
-    from utils.grading import run as grade
+    from utils.grading import cli
 
     shutil.copytree(course / "submitted" / KILL_STUDENTS[0], course / "submitted" / CRASH)
-    preflight = grade.preflight
+    preflight = submissions.preflight
 
     def crashing(root, lesson, student, known=None):
         if student == CRASH:
             raise RuntimeError("the planner choked on it\nand a traceback nobody should read")
         return preflight(root, lesson, student, known)
 
-    monkeypatch.setattr(grade, "preflight", crashing)
+    monkeypatch.setattr(submissions, "preflight", crashing)
     with contextlib.redirect_stdout(io.StringIO()) as out2:
         rerun = grade_lessons(course, [SYNTH], scheduler=cluster.address, feedback=False)
     print(out2.getvalue())
@@ -269,22 +273,22 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     rerun_rows = sorted(_csv_rows(course))
     shutil.rmtree(course / "submitted" / CRASH)
     # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
-    # (the workers have been checked): one line on stderr, exit 1, and no grades.csv left over
-    # from the runs before to pass for this one's.
-    from utils.grading.dask.runner import Cluster
+    # (the workers have been checked, the reference is in the cache): one line on stderr, exit 1,
+    # and no grades.csv left over from the runs before to pass for this one's.
     from utils.coursedir import kill_tree
+    from utils.grading.lesson import LessonGrading
 
-    template = Cluster._template
+    template = LessonGrading.make_template
 
-    def and_lose_the_scheduler(self, g, lesson):
+    def and_lose_the_scheduler(self):
         kill_tree(cluster.scheduler.pid)
         cluster.scheduler.wait()
-        return template(self, g, lesson)
+        return template(self)
 
-    monkeypatch.setattr(Cluster, "_template", and_lose_the_scheduler)
+    monkeypatch.setattr(LessonGrading, "make_template", and_lose_the_scheduler)
     assert (course / "grades.csv").is_file()
     capfd.readouterr()
-    rc = grade.main(["--course", str(course), "--scheduler", cluster.address])
+    rc = cli.main(["--course", str(course), "--scheduler", cluster.address])
     lost_out, lost_err = capfd.readouterr()
     print(lost_out, lost_err)
 
@@ -296,7 +300,6 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     assert set(run.cluster["recorded"]) == students and set(run.cluster["recorded"].values()) == {1}
     assert rows == sorted(students)
     assert feedback == sorted(KILL_STUDENTS), feedback
-    assert run.cluster["feedback_processes"] == {SYNTH: min(3, os.cpu_count() or 1)}
     assert {k: v for k, v in _scores(db).items() if k[1] != CRASH} == {
         (SYNTH, s, cell): points for s in KILL_STUDENTS for cell, points in (("square_test", 2.0), ("quiz_q1_test", 1.0))}
     # the killed worker's submission was graded again on the other one, and says so
@@ -304,7 +307,8 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     note = next(o for o in run.outcomes if o.student == victim).notes
     assert any("was lost (the worker died); graded again on worker-2" in n for n in note), note
     assert all(w.startswith("worker-2") for w in run.cluster["workers"]), run.cluster["workers"]
-    assert rerun.cluster["resumed"] == [f"{SYNTH}/{s}" for s in KILL_STUDENTS[:2]]
+    resumed = sorted(o.student for o in rerun.outcomes if any("recorded by an earlier run that stopped" in n for n in o.notes))
+    assert resumed == sorted(KILL_STUDENTS[:2]), [o.line() for o in rerun.outcomes]
     assert set(rerun.cluster["recorded"]) == {(SYNTH, KILL_STUDENTS[2])}
     crashed = next(o for o in rerun.outcomes if o.student == CRASH)
     assert crashed.status == "zero" and crashed.reason == \
@@ -375,15 +379,17 @@ def test_a_worker_with_other_grading_tools_refuses_in_one_line(tmp_path, monkeyp
     assert "its grading tools differ from the grader's (utils/grading/reference.py)" in line
 
 
-def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
+def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason(tmp_path):
     from types import SimpleNamespace
 
     pytest.importorskip("distributed")
     from distributed.scheduler import KilledWorker
 
-    from utils.grading.dask.runner import Cluster
     from utils.coursedir import ToolError
-    from utils.grading.run import GradeRun, Outcome, Plan
+    from utils.grading.dask.runner import DaskRunner
+    from utils.grading.lesson import GradeRun, Grading, LessonGrading
+    from utils.grading.settings import CourseSettings, Options
+    from utils.grading.submissions import Outcome
 
     class Failed:
         key, status = "grade-01_x-bo-1234", "error"
@@ -394,15 +400,24 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason():
         def exception(self):
             return self.err
 
-    cluster = Cluster("tcp://127.0.0.1:1", print)
-    g = SimpleNamespace(run=GradeRun())
-    p = Plan("01_x", ["bo"], {"bo": Outcome("01_x", "bo")}, {}, Path("."))
+    runner = DaskRunner("tcp://127.0.0.1:1", lambda *a: None)
+    grading = Grading(tmp_path, CourseSettings("c", f"sqlite:///{tmp_path / 'gb.db'}"), Options(), lambda *a: None, GradeRun())
+    lesson = LessonGrading(grading, "01_x", "x.ipynb", ["bo"], {"bo": Outcome("01_x", "bo")}, {"bo": {}})
     killed = KilledWorker("grade-01_x-bo-1234", SimpleNamespace(address="tcp://10.0.0.9:1"), 1)
-    assert cluster._finished(g, p, Failed(killed), "bo", set()).startswith("FAILED")
-    out = p.outcomes["bo"]
-    assert out.status == "zero" and "killed every worker it was sent to (2, the last tcp://10.0.0.9:1" in out.reason
+    flight = SimpleNamespace(futures={}, seen={}, returned=0, failed=0, total=1, cancel=lambda: None)
+    failed = Failed(killed)
+    flight.futures[failed] = "bo"
+    done = runner._finished(lesson, flight, failed)
+    assert done.students == ["bo"] and not done.graded("bo") and flight.failed == 1
+    assert "killed every worker it was sent to (2, the last tcp://10.0.0.9:1" in done.reason("bo", 1.0)
+    lesson.record(done)   # the grader's one place that writes grades: a zero with that reason
+    out = lesson.outcomes["bo"]
+    assert out.status == "zero" and "killed every worker it was sent to (2" in out.reason
+    other = Failed(RuntimeError("boom"))
+    flight.futures[other] = "bo"
+    runner.client = SimpleNamespace(status="running")
     with pytest.raises(ToolError, match="grading on the cluster stopped: boom"):
-        cluster._finished(g, p, Failed(RuntimeError("boom")), "bo", set())
+        runner._finished(lesson, flight, other)
 
 
 def test_scheduler_address_from_option_or_environment(monkeypatch):
@@ -414,13 +429,13 @@ def test_scheduler_address_from_option_or_environment(monkeypatch):
     assert scheduler_address(None) == "tcp://h:8786" and scheduler_address("tcp://o:1") == "tcp://o:1"
 
 
-def test_a_key_task_that_no_worker_finishes_stops_in_one_line(tmp_path, monkeypatch):
+def test_a_key_task_that_no_worker_finishes_stops_in_one_line():
     """The reference's cache key, which one worker computes before anything is graded, is waited
     for KEY_WAIT s at most, then one line (workers busy with other work, or stuck)."""
     from types import SimpleNamespace
 
-    from utils.grading.dask import runner
     from utils.coursedir import ToolError
+    from utils.grading.dask import runner
 
     waited = []
 
@@ -429,14 +444,10 @@ def test_a_key_task_that_no_worker_finishes_stops_in_one_line(tmp_path, monkeypa
             waited.append(timeout)
             raise TimeoutError()
 
-    client = SimpleNamespace(nthreads=lambda: {"tcp://w:1": 1}, run=lambda *a: {"tcp://w:1": None},
-                             submit=lambda *a, **k: NeverDone(), status="running")
-    monkeypatch.setattr(runner, "lesson_spec", lambda *a: {"expected": {}, "sandbox": (False, "")})
-    cluster = runner.Cluster("tcp://h:1", print, client, dashboard="http://h:8787/status")
-    g = SimpleNamespace(root=tmp_path, settings=None, extra=[], watchdog=1.0, workers=1)
-    (tmp_path / "submitted" / "bo" / "01_x").mkdir(parents=True)
+    client = SimpleNamespace(submit=lambda *a, **k: NeverDone(), status="running")
+    dask_runner = runner.DaskRunner("tcp://h:1", print, client, dashboard="http://h:8787/status")
     with pytest.raises(ToolError) as err:
-        cluster._plan(g, "01_x", ["bo"], {"01_x": ("x.ipynb", set())})
+        dask_runner._key("01_x", {"lesson": "01_x"}, "token")
     assert waited == [runner.KEY_WAIT] and "\n" not in str(err.value)
     assert str(err.value).startswith(f"01_x: no worker computed the reference's cache key within {runner.KEY_WAIT:.0f} s")
     assert "(http://h:8787/status)" in str(err.value)
@@ -448,24 +459,24 @@ def test_the_benchmark_command_line(capsys):
     from utils.bench.cluster import main
 
     with pytest.raises(SystemExit) as done:
-        main(["bench", "--help"])
+        main(["--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: python -m utils.grading.dask") and "--workers" in out
+    assert out.startswith("usage: python -m utils.bench.cluster") and "--workers" in out
     with pytest.raises(SystemExit) as wrong:
-        main(["benchmark"])
-    assert wrong.value.code == 2 and "invalid choice: 'benchmark'" in capsys.readouterr().err
+        main(["--workers", "two"])
+    assert wrong.value.code == 2 and "invalid int value: 'two'" in capsys.readouterr().err
 
 
 # --- addresses that are not a scheduler, a cluster without workers, a scheduler lost --------------
 
 def _one_line_refusal(address: str, match: str, **options) -> str:
-    from utils.grading.dask.runner import Cluster
     from utils.coursedir import ToolError
+    from utils.grading.dask.runner import DaskRunner
 
     start = time.monotonic()
     with pytest.raises(ToolError) as err:
-        Cluster.connect(address, lambda *a: None, **options)
+        DaskRunner.connect(address, lambda *a: None, **options)
     line = str(err.value)
     assert "\n" not in line and match in line, line
     return line, time.monotonic() - start

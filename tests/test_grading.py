@@ -243,12 +243,12 @@ def test_hidden_tests_are_cut_from_feedback():
 def test_install_puts_the_reference_before_execute_and_verdicts_right_after():
     from traitlets.config import Config
 
-    from utils.grading import install
+    from utils.grading.pipeline import install
 
     c = Config()
     install(c)
     names = [pp.__name__ for pp in c.Autograde.autograde_preprocessors]
-    assert names[:3] == ["ReferenceObservations", "SafeExecute", "Verdicts"]
+    assert names[:3] == ["ReferenceObservations", "SafeExecute", "Verdicts"] and names[-1] == "WriteResult"
     assert "LimitOutputSize" in names and "LimitOutput" not in names and "Execute" not in names
     assert names.index("LimitOutputSize") < names.index("SaveAutoGrades")
     assert "SafeOverwriteCells" in [pp.__name__ for pp in c.Autograde.sanitize_preprocessors]
@@ -272,14 +272,14 @@ def test_the_config_fails_closed_without_the_plugins(tmp_path, monkeypatch, caps
 
 
 def test_the_gradebook_revision_read_in_process_is_the_one_alembic_reports(tmp_path):
-    """New gradebooks are stamped with utils.grading.alembic_head, not nbgrader's `alembic heads`
+    """New gradebooks are stamped with utils.grading.pipeline.alembic_head, not nbgrader's `alembic heads`
     subprocess: both name the same revision, and a gradebook nbgrader creates under the course's
     config carries it."""
     import subprocess
 
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from utils.grading import alembic_head, stamp_gradebooks_in_process
+    from utils.grading.pipeline import alembic_head, stamp_gradebooks_in_process
 
     with _temp_alembic_ini(f"sqlite:///{tmp_path / 'unused.db'}") as ini:
         out = subprocess.check_output([str(Path(sys.executable).parent / "alembic"), "-c", ini, "heads"], text=True)

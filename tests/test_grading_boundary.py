@@ -251,7 +251,7 @@ def test_the_total_time_is_stated_in_the_config():
 
 def test_a_name_with_newlines_or_control_characters_cannot_forge_report_lines():
     from utils.coursedir import CellScore, score_table
-    from utils.grading.run import Outcome
+    from utils.grading.submissions import Outcome
 
     evil = "mallory\n01_two_phases  alice: 0/5  ZERO: \x1b[2Kcopied"
     out = Outcome("01_two_phases", evil, status="zero", reason=f"no two_phases.ipynb (found: {evil}.ipynb)",
@@ -303,7 +303,7 @@ def _scripted_notebook():
 def test_student_markdown_and_outputs_are_sanitised_in_feedback_and_the_formgrader(template):
     from nbconvert.exporters import HTMLExporter
 
-    from utils.grading import install
+    from utils.grading.pipeline import install
 
     c = _exporter_config(template)
     install(c)

@@ -576,7 +576,7 @@ def test_a_class_on_one_server(base):
         assert f"named for {room.alice} but owned by {room.bob}" in notes and notes.count("\n") == 4, notes
 
         t0 = time.monotonic()
-        graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grading.run {LESSON}", timeout=400)[0]
+        graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grading {LESSON}", timeout=400)[0]
         TIMINGS["grading two submissions in the sandbox, from the instructor's terminal"] = time.monotonic() - t0
         assert _scores(graded.replace("\r", "")) == {room.alice: "6/6", room.bob: "3/6"}, graded
         uid = room.users.uid(room.instructor)

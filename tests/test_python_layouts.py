@@ -122,7 +122,7 @@ def broken_layout(monkeypatch):
 
 def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_layout, tmp_path):
     from utils.authoring import demo
-    from utils.grading.run import CourseSettings, require_sandbox
+    from utils.grading.settings import CourseSettings, require_sandbox
     from utils.sandbox import start_problem
 
     problem = start_problem()

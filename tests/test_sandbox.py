@@ -3,7 +3,7 @@ submission's work folder changes, no process outlives grading, and a memory bomb
 
 One scratch course (utils.classroom.rehearsal.rehearsal_course: lesson 01_tiny, add_test 2 + mul_test 3 + sub_test 1
 points, plus a one-question quiz lesson 03_quiz) holds every submission; it is graded once with
-`utils.grading.run` (two workers). Each cheat below gave full marks, or harmed others, before every
+`python -m utils.grading` (two workers). Each cheat below gave full marks, or harmed others, before every
 autograding kernel ran in the bubblewrap sandbox (utils/sandbox/) and before the grade was
 decided outside the kernel (utils/grading/; the in-kernel cheats are in test_cheats.py).
 
@@ -31,7 +31,8 @@ import pytest
 
 from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, ToolError, nbgrader, read_scores_url, submission_from
-from utils.grading.run import course_settings, grade_lessons
+from utils.grading.run import grade_lessons
+from utils.grading.settings import course_settings
 from utils.sandbox import unavailable
 from utils.classroom.rehearsal import rehearsal_course
 

@@ -1,5 +1,5 @@
 """Where bubblewrap cannot run: the demo grades its own samples without the sandbox and says so;
-grading real submissions (utils.grading.run, plain nbgrader autograde) still refuses.
+grading real submissions (python -m utils.grading, plain nbgrader autograde) still refuses.
 
 bubblewrap is made unavailable the way a machine without it looks: a PATH on which there is no
 `bwrap` (every folder of PATH that holds one is replaced by a folder of links to everything else
@@ -137,7 +137,7 @@ def test_grading_real_submissions_still_refuses_without_bubblewrap(tmp_path, no_
     (course / "submitted" / "ann" / SYNTH).mkdir(parents=True)
     nbformat.write(release, str(course / "submitted" / "ann" / SYNTH / "synthetic.ipynb"))
 
-    proc = subprocess.run([sys.executable, "-m", "utils.grading.run", "--course", str(course)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "utils.grading", "--course", str(course)], cwd=REPO,
                           env=no_bwrap_env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1
     assert "the autograding sandbox cannot run: 'bwrap' is not installed" in proc.stderr

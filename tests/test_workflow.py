@@ -11,7 +11,8 @@ import nbformat
 import pytest
 
 from utils.coursedir import nbgrader_meta, submission_from
-from utils.grading.run import course_settings, grade_lessons
+from utils.grading.run import grade_lessons
+from utils.grading.settings import course_settings
 from utils.coursedir import read_scores_url
 from utils.classroom.rehearsal import rehearsal_course
 from utils.classroom.workflow import (collect, feedback, import_roster, release, student_fetch,

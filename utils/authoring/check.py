@@ -26,6 +26,8 @@ import nbformat
 from utils.coursedir import (BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, REPO, ToolError,
                              graded_cells, nbgrader, nbgrader_meta, read_scores, resolve_lessons,
                              log_tail, scratch_course, source_notebook)
+from utils.grading.reference import ReferenceRefused, reference_for
+from utils.grading.run import grade_lessons
 
 REFERENCE, RELEASE = "reference-solution", "untouched-release"
 MIN_SECRET_LEN = 12  # shorter lines ("return x", "q1 = 'b'") are too generic to search for
@@ -51,7 +53,7 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
     submissions ({student: notebook}), and return the scores with every problem found. With `keep`,
     the scratch course (autograded notebooks, gradebook, .grading-cache) is left in `result.scratch`
     for the caller to read and remove. One `nbgrader autograde` grades them all; with `workers` > 1,
-    utils.grading.run's parallel workers do (each its own `nbgrader autograde` on its own cores; no
+    utils.grading's local runner does (each its own `nbgrader autograde` on its own cores; no
     feedback, no export)."""
     result = LessonCheck(lesson)
     start = time.perf_counter()
@@ -75,14 +77,7 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
             dest = scratch / "submitted" / student / lesson
             dest.mkdir(parents=True)
             nbformat.write(nb, str(dest / nb_name))
-        if workers > 1:
-            from utils.grading.run import grade_lessons
-
-            run = grade_lessons(scratch, [lesson], workers=workers, feedback=False, export=False, quiet=True)
-            result.log = "\n".join([o.line() for o in run.outcomes]
-                                   + [f"===== {k}\n{v}" for k, v in run.logs.items()])
-        else:
-            result.log = nbgrader(["autograde", lesson, "--force"], cwd=scratch, check=False).log
+        result.log = _autograde(scratch, lesson, workers)
 
         graded = graded_cells(submissions[REFERENCE])
         for row in read_scores(scratch, [lesson]):
@@ -109,11 +104,18 @@ def check_lesson(root: Path, lesson: str, extra: dict | None = None, keep: bool 
 
 
 
+def _autograde(scratch: Path, lesson: str, workers: int) -> str:
+    """Grade every submission of the scratch course: one plain `nbgrader autograde`, or with
+    `workers` > 1 the local runner's work folders (no feedback, no export); the log."""
+    if workers <= 1:
+        return nbgrader(["autograde", lesson, "--force"], cwd=scratch, check=False).log
+    run = grade_lessons(scratch, [lesson], workers=workers, feedback=False, export=False, quiet=True)
+    return "\n".join([o.line() for o in run.outcomes] + [f"===== {k}\n{v}" for k, v in run.logs.items()])
+
+
 def _reference_problems(scratch: Path, lesson: str) -> list[str]:
     """Run the reference solution's observations (cached in the scratch course for its autograde);
     the reasons it cannot be graded against, if any."""
-    from utils.grading.reference import ReferenceRefused, reference_for
-
     try:
         reference_for(source_notebook(scratch, lesson), scratch / ".grading-cache")
     except ReferenceRefused as err:

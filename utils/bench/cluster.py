@@ -4,24 +4,28 @@
 
 grades utils.authoring.demo's sample class (three students per lesson) on a loopback cluster
 (utils.grading.dask.loopback) of each size, each on a fresh copy of the course, with the whole
-`utils.grading.run --scheduler` command; the reference runs are made and timed first, apart."""
+`python -m utils.grading --scheduler` command; the reference runs are made and timed first, apart."""
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from distributed import Client
 
+from utils.authoring.demo import place_samples
+from utils.coursedir import REPO, lessons, scratch_course
 from utils.grading.dask.loopback import loopback_cluster
 from utils.grading.dask.payload import lesson_spec
 from utils.grading.dask.runner import task
-from utils.coursedir import REPO, lessons, scratch_course
-from utils.authoring.demo import place_samples
-from utils.grading.run import CACHE, DEFAULT_WATCHDOG, course_settings, grade_lessons
+from utils.grading.dask.worker_check import PLUGIN, WorkerCheck
+from utils.grading.fingerprint import fingerprint
+from utils.grading.run import grade_lessons
+from utils.grading.settings import CACHE, course_settings
 
 
 def bench(workers: list[int], names: list[str] | None = None, say=print) -> list[dict]:
@@ -58,9 +62,11 @@ def _references(course: Path, names: list[str], base: Path) -> dict[str, tuple[f
     """Each lesson's reference task alone (no submissions) on a 1-worker cluster, into the course's
     cache; lesson -> (wall seconds of the task, kernel seconds)."""
     refs = {}
+    settings = course_settings(course)
     with loopback_cluster(1, base) as cl, Client(cl.address, timeout="30s", set_as_default=False) as client:
+        client.register_plugin(WorkerCheck(fingerprint(), (settings.sandbox, settings.bwrap)), name=PLUGIN)
         for lesson in names:
-            spec = lesson_spec(course, lesson, course_settings(course), [], DEFAULT_WATCHDOG)
+            spec = lesson_spec(course, lesson)
             spec.update(client.submit(task("key_task"), spec, pure=False).result())
             start = time.perf_counter()
             info = client.submit(task("reference_task"), spec, pure=False).result()
@@ -85,11 +91,14 @@ def _one_run(course: Path, names: list[str], n: int, base: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m utils.grading.dask",
+    parser = argparse.ArgumentParser(prog="python -m utils.bench.cluster",
                                      description="Grading throughput on loopback Dask clusters (a benchmark).")
-    parser.add_argument("command", choices=["bench"])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("lessons", nargs="*")
     args = parser.parse_args(argv)
     bench(args.workers, args.lessons or None)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Grading throughput: how long `utils.grading.run` takes for a class, serial and in parallel.
+"""Grading throughput: how long `python -m utils.grading` takes for a class, serial and in parallel.
 
     python -m utils.bench.grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--sandbox]
     python -m utils.bench.grading --sandbox-cost ROUNDS [--students N] [--workers 1] [--lessons ...]
@@ -12,7 +12,7 @@ value, each time on a fresh copy, and prints wall time, submissions (one lesson 
 per minute and the speed-up over the first --workers value, then for each lesson its own
 submissions per minute (lessons are graded one after another, each by all the workers). Grading
 includes building the gradebook entries, autograde, feedback HTML and the grades.csv export, as
-`python -m utils.grading.run` does. The reference solution's run, which grading makes once per lesson
+`python -m utils.grading` does. The reference solution's run, which grading makes once per lesson
 (then cached in .grading-cache/), is made and timed first, apart: it is a fixed cost per lesson
 and class, not a cost per submission, so the rates are those of a class of any size. The load
 average is printed before and after every run: on a shared machine, read the figures with it.

@@ -7,7 +7,7 @@
     python -m utils.classroom.workflow feedback LESSON [--show-hidden-tests]   # generate + release feedback
     python -m utils.classroom.workflow rehearsal DIR                # a tiny two-lesson course to rehearse on
 
-Grading itself is `python -m utils.grading.run`, the class report `python -m utils.grading.report`.
+Grading itself is `python -m utils.grading`, the class report `python -m utils.grading.report`.
 Every command takes --exchange DIR (default: nbgrader's Exchange.root,
 /usr/local/share/nbgrader/exchange, or what an nbgrader_config.py sets) and --course DIR (default:
 this repository).

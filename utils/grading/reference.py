@@ -1,4 +1,5 @@
-"""ReferenceObservations: what the reference solution observes, for Verdicts to judge against.
+"""The reference run: what the reference solution observes, for Verdicts to judge against
+(the step ReferenceObservations, steps/reference.py, puts it into nbgrader's resources).
 
 Before Execute, the lesson's source notebook runs in a trusted kernel (no sandbox; cwd a temporary
 copy of its folder; NBGRADER_EXECUTION=autograde and the variables the sandbox passes to students'
@@ -13,23 +14,24 @@ label or observes nothing the student cannot see, or differs from the gradebook'
 from __future__ import annotations
 
 import dataclasses
-import fcntl
-import functools
 import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
-from importlib import metadata, util
 from pathlib import Path
 
-from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Integer, Unicode
+import nbformat
+from filelock import FileLock
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbgrader.api import Gradebook, MissingEntry
 
+from utils.grading.fingerprint import course_files, library_versions
 from utils.grading.steps.base import is_test_cell
 from utils.grading.steps.observations import Observation, _as_observation, collect, visible_labels
+from utils.sandbox import PASS_ENV
 
 RESOURCE_KEY = "reference_observations"
 _memo: dict[str, dict] = {}
@@ -62,27 +64,18 @@ class Reference:
 
 # --- the cache key ---------------------------------------------------------------------------
 
-def _course_files() -> list[tuple[str, Path]]:
-    """(path inside the package, path) of every file of the `course` package the kernels import."""
-    spec = util.find_spec("course")
-    roots = [Path(r) for r in (spec.submodule_search_locations or [])] if spec else []
-    return sorted((p.relative_to(r).as_posix(), p) for r in roots for p in r.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts)
-
-
 def cache_key(source: Path) -> str:
     """sha256 of the source notebook, the course package's files and every installed library's version."""
-    h = hashlib.sha256(Path(source).read_bytes())
-    for name, path in _course_files():
+    return notebook_key(Path(source).read_bytes())
+
+
+def notebook_key(notebook: bytes) -> str:
+    """cache_key of a source notebook given as its bytes."""
+    h = hashlib.sha256(notebook)
+    for name, path in course_files():
         h.update(name.encode() + b"\0" + path.read_bytes())
-    h.update(_library_versions().encode())
+    h.update(library_versions().encode())
     return h.hexdigest()
-
-
-@functools.lru_cache(maxsize=1)
-def _library_versions() -> str:
-    """Python's and every installed distribution's version (read once per process: 0.2 s)."""
-    return "\n".join([sys.version, *sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())])
 
 
 # --- running the reference -------------------------------------------------------------------
@@ -90,8 +83,6 @@ def _library_versions() -> str:
 def reference_env() -> dict[str, str]:
     """The environment of the reference kernel: what a student's sandboxed kernel gets of the
     grader's environment (utils.sandbox.PASS_ENV), so both shrink their work alike."""
-    from utils.sandbox import PASS_ENV
-
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
     env.update(NBGRADER_EXECUTION="autograde", PATH=os.environ.get("PATH", ""),
                HOME=os.environ.get("HOME", tempfile.gettempdir()), PYTHONDONTWRITEBYTECODE="1")
@@ -101,10 +92,6 @@ def reference_env() -> dict[str, str]:
 
 def run_reference(source: Path, timeout: int) -> "Reference":
     """Execute the source notebook in a trusted kernel, in a copy of its folder; check what it observed."""
-    import nbformat
-    from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
-
     nb = nbformat.read(str(source), as_version=4)
     with tempfile.TemporaryDirectory(prefix="reference-") as tmp:
         work = Path(tmp) / source.parent.name
@@ -160,8 +147,7 @@ def reference_for(source: Path, cache_dir: Path, timeout: int = 300) -> Referenc
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"{key}.json"
-    with open(cache_dir / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(cache_dir / f"{key}.lock"):
         if path.is_file():
             return Reference.from_json(json.loads(path.read_text()))
         cached = key in _memo   # run by this process for another course folder
@@ -177,8 +163,6 @@ def reference_for(source: Path, cache_dir: Path, timeout: int = 300) -> Referenc
 
 def check_gradebook(ref: Reference, db_url: str, lesson: str, notebook: str) -> None:
     """Each graded cell of the reference must be the one the gradebook was built with (where it has it)."""
-    from nbgrader.api import Gradebook, MissingEntry
-
     differ = []
     with Gradebook(db_url) as gb:
         for gid, source in ref.sources.items():
@@ -192,24 +176,3 @@ def check_gradebook(ref: Reference, db_url: str, lesson: str, notebook: str) -> 
         raise ReferenceRefused(f"{lesson}: graded cell(s) {', '.join(differ)} of the source differ from the ones "
                                f"the gradebook was built with; run `nbgrader generate_assignment {lesson} --force` "
                                f"(or `python -m utils.authoring.build`) first. Nothing was graded.")
-
-
-class ReferenceObservations(NbGraderPreprocessor):
-    """Puts the reference's observations into resources[RESOURCE_KEY] (grade_id -> Observation list)."""
-
-    cache_dir = Unicode("", help="Folder of the reference runs' cache (default: <course root>/.grading-cache); "
-                                 "never one a student's kernel can see").tag(config=True)
-    timeout = Integer(300, help="Seconds one cell of the reference may run").tag(config=True)
-
-    def preprocess(self, nb, resources):
-        from nbgrader.coursedir import CourseDirectory
-
-        from utils.coursedir import source_notebook
-
-        root = Path(CourseDirectory(config=self.config).root)
-        info = resources["nbgrader"]
-        ref = reference_for(source_notebook(root, info["assignment"]),
-                            Path(self.cache_dir or root / ".grading-cache"), self.timeout)
-        check_gradebook(ref, info["db_url"], info["assignment"], info["notebook"])
-        resources[RESOURCE_KEY] = ref
-        return nb, resources

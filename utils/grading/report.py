@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from utils.coursedir import REPO, CellScore, read_scores_url
+from utils.grading.settings import course_settings
 
 
 @dataclass
@@ -107,8 +108,6 @@ def plot(stats: list[CellStats], path: Path, title: str = "Class report: hardest
 def report(root: Path = REPO, names: list[str] | None = None, out: Path | None = None,
            db_url: str | None = None) -> tuple[str, list[CellStats], Path | None]:
     """(table, stats, image path) for the named lessons (all when none)."""
-    from utils.grading.run import course_settings
-
     settings = course_settings(root, db_url)
     rows = read_scores_url(settings.db_url, settings.course_id, names or None)
     stats = class_stats(rows)

@@ -1,38 +1,20 @@
 """What every worker must share with the grader (the code that grades), checked on each worker
-before it grades: a worker whose course package or grading tools differ, or where the sandbox
-cannot run, refuses in one line."""
+before it grades, by a Dask WorkerPlugin the grader registers (on the workers there now and on
+every worker that joins later): a worker whose course package or grading tools differ, or where the
+sandbox cannot run, refuses every task, with one line saying why."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import socket
 from pathlib import Path
 
-import utils
-from utils.grading.reference import _course_files
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from utils.grading.fingerprint import fingerprint
 from utils.sandbox import start_problem, unavailable
 
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def tools_files(tools: Path | None = None) -> list[tuple[str, Path]]:
-    """(name, path) of every file of the course's tools that grade (`utils/`, where this Python
-    imports them from, or under `tools`): the graders, the sandbox, the work folders."""
-    folder = Path(tools) / "utils" if tools is not None else Path(utils.__file__).resolve().parent
-    return [(f"utils/{p.relative_to(folder).as_posix()}", p) for p in sorted(folder.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
-
-
-def fingerprint(tools: Path | None = None) -> dict[str, str]:
-    """{name: sha256} of the code that grades: the files of the `course` package this Python
-    imports (the one the kernels get) and the course's tools (`utils/`, tools_files). The lesson's
-    files, the reference and the submissions travel with the tasks, so they cannot differ."""
-    files = {f"course package: {name}": _sha(path) for name, path in _course_files()}
-    files.update((name, _sha(path)) for name, path in tools_files(tools))
-    return files
+PLUGIN = "prefill-decode-worker-check"
 
 
 def worker_label(worker) -> str:
@@ -61,7 +43,22 @@ def worker_problem(expected: dict[str, str], sandbox: tuple[bool, str], worker,
     return None
 
 
-async def check_worker(expected: dict[str, str], sandbox: tuple[bool, str], dask_worker=None) -> str | None:
-    """worker_problem on every worker at once (Client.run passes dask_worker), in a thread: the
-    hashing and the sandbox probe take seconds the worker's event loop must not wait for."""
-    return await asyncio.to_thread(worker_problem, expected, tuple(sandbox), dask_worker)
+class WorkerCheck(WorkerPlugin):
+    """worker_problem, on each worker as it gets the plugin (in a thread: the hashing and the
+    sandbox probe take seconds the worker's event loop must not wait for); kept for its tasks."""
+    name = PLUGIN
+
+    def __init__(self, expected: dict[str, str], sandbox: tuple[bool, str]):
+        self.expected, self.sandbox = expected, tuple(sandbox)
+        self.problem: str | None = "not checked yet"
+
+    async def setup(self, worker) -> None:
+        self.problem = await asyncio.to_thread(worker_problem, self.expected, self.sandbox, worker)
+
+
+def refusal(dask_worker=None) -> str | None:
+    """This worker's refusal (Client.run passes dask_worker): None where it may grade."""
+    plugin = dask_worker.plugins.get(PLUGIN)
+    if plugin is None:
+        return f"worker {worker_label(dask_worker)} refuses: the grader's check of its code never reached it"
+    return plugin.problem

@@ -1,5 +1,5 @@
 """What the course's steps share: which cells are graded tests, and the notes each step leaves in
-the graded notebook's metadata (NOTES_KEY: {"event", "cell", "text"} records) for utils.grading.run's
+the graded notebook's metadata (NOTES_KEY: {"event", "cell", "text"} records) for the grading's
 report. SafeOverwriteCells empties them first: a submission's own metadata is never believed.
 """
 

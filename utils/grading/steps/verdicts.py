@@ -25,6 +25,7 @@ from utils.grading.steps.observations import Verdict, collect, judge, unreadable
 from utils.grading.reference import RESOURCE_KEY
 
 MAX_LINE = 300
+VERDICTS_KEY = "course_verdicts"   # resources: grade_id -> (passed, line), for the result file (result.py)
 
 
 def one_line(text: object, limit: int = MAX_LINE) -> str:
@@ -113,6 +114,7 @@ class Verdicts(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         reference = resources.get(RESOURCE_KEY)
+        decided = resources[VERDICTS_KEY] = {}
         for cell in nb.cells:
             if is_test_cell(cell):
                 try:
@@ -121,6 +123,8 @@ class Verdicts(NbGraderPreprocessor):
                     verdict, ename = Verdict(False, f"the cell's results could not be read ({type(err).__name__}): "
                                                     f"the test cell did not run as written"), "CheckFailed"
                 cell.outputs = verdict_outputs(verdict, ename)
+                line = one_line(verdict.message)
+                decided[grade_id(cell)] = (True, line) if verdict.passed else (False, f"{ename}: {line}")
         return nb, resources
 
 

@@ -5,7 +5,7 @@ editable and deletable are kept): a cell that is not a dict or of an unknown typ
 is dropped, a source that is not text becomes text, metadata that is not a dict becomes {}, and the
 cell's nbgrader metadata keeps only its known keys with values of their type (nbgrader then restores
 the graded cells from the gradebook as usual). Outputs are dropped: the grader runs the notebook.
-utils.grading.run's preflight reads submissions through `well_formed` too.
+utils.grading.submissions.preflight reads submissions through `well_formed` too.
 """
 
 from __future__ import annotations

@@ -1,0 +1,7 @@
+"""python -m utils.grading: the grading command (cli.py)."""
+
+import sys
+
+from utils.grading.cli import main
+
+sys.exit(main())

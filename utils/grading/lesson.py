@@ -1,0 +1,184 @@
+"""One grading run (Grading: the course, its settings and options, what the run says and keeps)
+and one lesson's grading within it (LessonGrading): planned here (submissions.py), graded by a
+runner (local.py or dask/runner.py), recorded here. `LessonGrading.record` is the one place where
+what a runner returns becomes grades: the graded notebooks into autograded/, their feedback into
+feedback/, the scores into the course's gradebook (gradebook.py), each submission's outcome."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from utils.coursedir import shown, source_notebook
+from utils.grading import gradebook
+from utils.grading.journal import Journal
+from utils.grading.result import verdicts
+from utils.grading.settings import CACHE, CourseSettings, Options
+from utils.grading.submissions import Outcome, hash_tree, safe_preflight, submitted_students
+from utils.grading.work import TIMESTAMPS, WorkDone, lesson_files
+
+LOG_KEEP = 20000   # characters of a failed submission's grading log kept for autograde.log
+
+
+@dataclass
+class GradeRun:
+    """What a grading run did: every outcome, timings, logs and what failed."""
+    outcomes: list[Outcome] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    submissions: int = 0
+    logs: dict[str, str] = field(default_factory=dict)
+    lesson_seconds: dict[str, float] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)   # feedback or export that failed
+    cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (dask/runner.py)
+
+
+@dataclass
+class Grading:
+    """Everything one grading run needs: the course, its settings and options, where it speaks."""
+    root: Path
+    settings: CourseSettings
+    options: Options
+    say: Callable[[str], None] = print
+    run: GradeRun = field(default_factory=GradeRun)
+
+    @property
+    def journal(self) -> Journal:
+        return Journal(self.root)
+
+
+@dataclass
+class LessonGrading:
+    """One lesson's submissions through one grading run."""
+    grading: Grading
+    lesson: str
+    notebook: str                                   # the lesson's notebook file name
+    students: list[str]
+    outcomes: dict[str, Outcome]
+    before: dict[str, dict[str, str]]               # student -> hashes of the submitted files
+    reference: Path | None = None                   # the reference's observations (runner.prepare)
+    key: str = ""                                   # what decides its grades (journal.lesson_key)
+    template: bytes = b""                           # the gradebook every run of it starts from
+    max_score: float = 0.0
+    recorded: dict[str, int] = field(default_factory=dict)   # student -> times a runner returned it
+
+    @classmethod
+    def plan(cls, grading: Grading, lesson: str, known) -> "LessonGrading":
+        """Read every submission of `lesson` (a submission that breaks this scores 0 with its
+        reason, the others are graded) and hash its files."""
+        root = grading.root
+        students = submitted_students(root, lesson)
+        return cls(grading, lesson, source_notebook(root, lesson).name, students,
+                   {s: safe_preflight(root, lesson, s, known) for s in students},
+                   {s: hash_tree(root / "submitted" / s / lesson) for s in students})
+
+    @property
+    def to_grade(self) -> list[str]:
+        return [s for s in self.students if self.outcomes[s].status == "pending"]
+
+    def make_template(self) -> None:
+        with tempfile.TemporaryDirectory(prefix="gradebook-") as tmp:
+            path = Path(tmp) / "gradebook.db"
+            self.max_score = gradebook.lesson_template(self.grading.settings, self.lesson, path)
+            self.template = path.read_bytes()
+
+    def files(self) -> dict:
+        """What every grading run of this lesson is made of (work.lesson_files)."""
+        g = self.grading
+        return lesson_files(g.root, self.lesson, self.notebook, g.settings.course_id, self.reference,
+                            self.template, g.options)
+
+    def submission(self, student: str) -> tuple[Path, str | None]:
+        """The submission's folder and the name its notebook was saved under, where not the lesson's."""
+        return self.grading.root / "submitted" / student / self.lesson, self.outcomes[student].file
+
+    # -- recording: the one place that writes grades -------------------------------------------
+
+    def resume(self) -> list[str]:
+        """Keep what an earlier run that stopped recorded (journal.py); the students kept."""
+        kept = self.grading.journal.kept(self.lesson, self.key, {s: self.before[s] for s in self.to_grade})
+        for s, result in kept.items():
+            self._take(self.outcomes[s], result)
+            self.outcomes[s].notes.append("graded and recorded by an earlier run that stopped; kept, not graded again")
+        return list(kept)
+
+    def record(self, done: WorkDone) -> None:
+        """What a runner returned: each graded submission's files, scores and outcome; a reason for
+        each other one. A submission is recorded once, whatever a cluster delivered."""
+        g, first = self.grading, []
+        for s in done.students:
+            self.recorded[s] = self.recorded.get(s, 0) + 1
+            if self.recorded[s] == 1:
+                first.append(s)
+        graded = [s for s in first if done.graded(s)]
+        if graded:
+            with tempfile.TemporaryDirectory(prefix="graded-") as tmp:
+                (Path(tmp) / "gradebook.db").write_bytes(done.gradebook)
+                gradebook.merge(f"sqlite:///{Path(tmp) / 'gradebook.db'}", g.settings, self.lesson, graded)
+        for s in first:
+            if s not in graded:
+                self.outcomes[s].zero(done.reason(s, g.options.watchdog))
+                g.run.logs[f"{self.lesson}/{s}"] = done.log[-LOG_KEEP:]
+                continue
+            self._files(s, done)
+            self._take(self.outcomes[s], done.results[s])
+            g.journal.add(self.lesson, self.key, s, self.before[s], done.results[s])
+        if done.feedback_problem and graded:
+            g.run.failures.append(f"{self.lesson}: feedback for {len(graded)} submission(s) "
+                                  f"({', '.join(map(shown, graded[:3]))}{'...' if len(graded) > 3 else ''}): "
+                                  f"{done.feedback_problem}")
+            g.run.logs[f"{self.lesson}/feedback"] = done.log[-LOG_KEEP:]
+
+    def _files(self, student: str, done: WorkDone) -> None:
+        root = self.grading.root
+        for folder, files in ((root / "autograded", done.notebooks[student]),
+                              (root / "feedback", done.feedback.get(student, {}))):
+            dest = folder / student / self.lesson
+            shutil.rmtree(dest, ignore_errors=True)
+            if folder.name == "feedback" and not files:
+                continue
+            dest.mkdir(parents=True)
+            for name, data in files.items():
+                (dest / Path(name).name).write_bytes(data)
+            for name in TIMESTAMPS:   # nbgrader's feedback and release read them: the originals
+                kept = root / "submitted" / student / self.lesson / name
+                if kept.is_file() and not kept.is_symlink():
+                    shutil.copyfile(kept, dest / name)
+
+    @staticmethod
+    def _take(out: Outcome, result: dict) -> None:
+        out.status, out.verdicts = "graded", verdicts(result)
+        out.notes += [n for n in result.get("notes", []) if isinstance(n, str)]
+        out.score, out.max_score = float(result.get("score", 0.0)), float(result.get("max_score", 0.0))
+
+    def finish(self) -> None:
+        """Zeros for the submissions that could not be graded; a warning where a submitted file
+        changed while grading."""
+        root = self.grading.root
+        for s in self.students:
+            out = self.outcomes[s]
+            if out.status != "graded":
+                out.status = "zero"
+                gradebook.record_zero(self.grading.settings, self.lesson, s)
+                out.score, out.max_score = 0.0, self.max_score
+                shutil.rmtree(root / "autograded" / s / self.lesson, ignore_errors=True)
+                shutil.rmtree(root / "feedback" / s / self.lesson, ignore_errors=True)
+            if hash_tree(root / "submitted" / s / self.lesson) != self.before[s]:
+                out.notes.append("WARNING: the files in submitted/ changed while grading")
+
+    def report(self) -> None:
+        """One line per student, into the run."""
+        g = self.grading
+        for s in self.students:
+            g.run.outcomes.append(self.outcomes[s])
+            g.say(self.outcomes[s].line())
+        g.run.submissions += len(self.students)
+        g.run.lessons.append(self.lesson)
+
+
+def reference_path(root: Path, key: str) -> Path:
+    """Where a lesson's reference observations are cached, under their key."""
+    return Path(root) / CACHE / f"{key}.json"

@@ -1,0 +1,84 @@
+"""LocalRunner: a lesson's submissions graded on this machine, in parallel work folders (work.py),
+each on cores of its own where there are enough, each kernel's numeric libraries given its share of
+threads (unless the instructor set them). A work folder that failed on several submissions is run
+again for each alone, so one submission's code never costs another its grade."""
+
+from __future__ import annotations
+
+import os
+import queue
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Iterator
+
+from utils.coursedir import ToolError, source_notebook
+from utils.grading.fingerprint import fingerprint
+from utils.grading.journal import lesson_key
+from utils.grading.lesson import Grading, LessonGrading
+from utils.grading.reference import ReferenceRefused, cache_key, reference_for
+from utils.grading.settings import CACHE
+from utils.grading.work import WorkDone, grade_in_folder
+from utils.sandbox import THREAD_VARS
+
+
+def cpu_slots(workers: int) -> "queue.Queue | None":
+    """One disjoint set of cores per worker, or None when there are too few cores to split."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return None
+    if workers < 2 or len(cpus) < workers:
+        return None
+    share = len(cpus) // workers
+    slots: queue.Queue = queue.Queue()
+    for i in range(workers):
+        slots.put(set(cpus[i * share:(i + 1) * share]))
+    return slots
+
+
+class LocalRunner:
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+
+    def prepare(self, lesson: LessonGrading) -> None:
+        """The reference run (or its cache) on this machine."""
+        root = lesson.grading.root
+        src = source_notebook(root, lesson.lesson)
+        try:
+            reference_for(src, root / CACHE)
+        except ReferenceRefused as err:
+            raise ToolError(str(err)) from None
+        key = cache_key(src)
+        lesson.reference = root / CACHE / f"{key}.json"
+        lesson.key = lesson_key(fingerprint(), key, lesson.grading.options.extra)
+
+    def run(self, lesson: LessonGrading, students: list[str]) -> Iterator[WorkDone]:
+        chunks = [c for c in (students[i::self.workers] for i in range(min(self.workers, len(students)))) if c]
+        # parallel kernels share the cores: each gets its share of threads, and each work folder
+        # runs on cores of its own when there are enough of them
+        share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
+        env = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
+        env["COURSE_GRADING_ROOT"] = str(lesson.grading.root)   # hidden from the kernels too (utils/sandbox/)
+        slots, files = cpu_slots(len(chunks)), lesson.files()
+
+        def one(chunk: list[str]) -> WorkDone:
+            cpus = slots.get() if slots is not None else None
+            try:
+                return grade_in_folder(files, {s: lesson.submission(s) for s in chunk}, env=env, cpus=cpus)
+            finally:
+                if slots is not None:
+                    slots.put(cpus)
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            pending = {pool.submit(one, c) for c in chunks}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done = future.result()
+                    failed = [s for s in done.students if not done.graded(s)]
+                    if failed and len(done.students) > 1:   # each alone: the log and the fault are its own
+                        pending |= {pool.submit(one, [s]) for s in failed}
+                        done = done.without(failed)
+                    yield done
+
+    def close(self, grading: Grading, completed: bool) -> None:
+        pass

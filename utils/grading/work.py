@@ -1,0 +1,168 @@
+"""One grading run in a private work folder, the same on the grader's machine and on a Dask
+worker: a course folder made of the lesson's files (config, source/, the reference's observations,
+the gradebook template) and the submissions to grade, one `nbgrader autograde` with every kernel
+in the sandbox, then one `nbgrader generate_feedback` for what it graded; what comes back
+(`WorkDone`) is plain data: each notebook's result file, the graded notebooks, their feedback, the
+run's small gradebook, its log. The folder is removed before returning."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from utils.coursedir import log_tail, nbgrader
+from utils.grading.result import graded, read_result, result_path
+from utils.grading.settings import CACHE
+from utils.grading.submissions import copy_submission, regular_files
+
+TIMESTAMPS = ("timestamp.txt", "submission_secret.txt")   # nbgrader's feedback and late penalty read them
+
+
+def pack(folder: Path) -> dict[str, bytes]:
+    """{path inside `folder`: bytes} of its regular files (submissions.regular_files)."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in regular_files(folder)}
+
+
+def unpack(files: dict[str, bytes], folder: Path) -> None:
+    for name, data in files.items():
+        rel = Path(name)
+        if rel.is_absolute() or ".." in rel.parts:
+            raise RuntimeError(f"a grading run was given a file outside its folder: {name!r}")
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+
+
+def lesson_files(root: Path, lesson: str, notebook: str, course_id: str, reference: Path, template: bytes,
+                 options) -> dict:
+    """What every work folder of `lesson` is made of, as plain data (a Dask task carries it):
+    nbgrader_config.py, the lesson's source/ folder, the reference's observations, the gradebook
+    template, the course id and the run's options."""
+    root = Path(root)
+    return {"lesson": lesson, "notebook": notebook, "course_id": course_id,
+            "config": (root / "nbgrader_config.py").read_bytes(), "source": pack(root / "source" / lesson),
+            "reference_name": reference.name, "reference": reference.read_bytes(), "template": template,
+            "options": dataclasses.asdict(options)}
+
+
+@dataclass
+class WorkDone:
+    """What one grading run produced, per student of the run (plain data end to end)."""
+    lesson: str
+    students: list[str]
+    results: dict[str, dict] = field(default_factory=dict)               # the notebook's result file
+    notebooks: dict[str, dict[str, bytes]] = field(default_factory=dict)  # the graded notebook(s)
+    feedback: dict[str, dict[str, bytes]] = field(default_factory=dict)   # its feedback HTML
+    gradebook: bytes = b""                                                # the run's SQLite gradebook
+    rc: int = 0
+    log: str = ""
+    killed: bool = False
+    seconds: float = 0.0
+    feedback_problem: str = ""           # generate_feedback failed: its exit status and last lines
+    failed: dict[str, str] = field(default_factory=dict)                  # why a runner got nothing back
+    worker: str = ""                     # on a Dask cluster: who graded it
+    address: str = ""
+
+    def graded(self, student: str) -> bool:
+        return graded(self.results.get(student)) and bool(self.notebooks.get(student))
+
+    def reason(self, student: str, watchdog: float) -> str:
+        """Why `student` was not graded, in one line."""
+        if student in self.failed:
+            return self.failed[student]
+        said = (self.results.get(student) or {}).get("reason")
+        if said:
+            return f"nbgrader could not grade it: {said}"
+        if self.killed:
+            return f"grading stalled and was stopped after {watchdog:g} s"
+        if self.rc not in (0, 1):
+            return (f"the grading process was killed (exit {self.rc}) while grading this submission; its code may "
+                    f"have killed it")
+        return f"nbgrader stopped before grading it (exit {self.rc}); see autograde.log"
+
+    def without(self, students: list[str]) -> "WorkDone":
+        """The same run, as if it had not been given `students` (they are graded again, alone)."""
+        keep = [s for s in self.students if s not in students]
+        return dataclasses.replace(self, students=keep, **{k: {s: v for s, v in getattr(self, k).items() if s in keep}
+                                                           for k in ("results", "notebooks", "feedback", "failed")})
+
+
+def _make_folder(work: Path, files: dict, submissions: dict) -> None:
+    lesson = files["lesson"]
+    (work / "nbgrader_config.py").write_bytes(files["config"])
+    unpack(files["source"], work / "source" / lesson)
+    (work / CACHE).mkdir()
+    (work / CACHE / files["reference_name"]).write_bytes(files["reference"])   # hidden from the kernels with `work`
+    (work / "gradebook.db").write_bytes(files["template"])
+    for student, (found, rename) in submissions.items():
+        dest = work / "submitted" / student / lesson
+        if isinstance(found, dict):
+            unpack(found, dest)
+            if rename:
+                (dest / rename).rename(dest / files["notebook"])
+        else:
+            copy_submission(Path(found), dest, rename, files["notebook"])
+
+
+def _collect(work: Path, files: dict, done: WorkDone) -> None:
+    lesson, stem = files["lesson"], Path(files["notebook"]).stem
+    for s in done.students:
+        result = read_result(result_path(work, lesson, s, stem))
+        if result is not None:
+            done.results[s] = result
+        folder = work / "autograded" / s / lesson
+        if graded(result) and folder.is_dir():   # the graded notebook, nothing else a kernel left there
+            done.notebooks[s] = {p.name: p.read_bytes() for p in folder.glob("*.ipynb")
+                                 if p.is_file() and not p.is_symlink()}
+
+
+def _feedback(work: Path, files: dict, done: WorkDone, args: list[str], env: dict, cpus) -> None:
+    lesson = files["lesson"]
+    students = [s for s in done.students if done.graded(s)]
+    if not students:
+        return
+    for s in students:   # the originals, for nbgrader's feedback (never what a kernel left)
+        for name in TIMESTAMPS:
+            kept = work / "submitted" / s / lesson / name
+            if kept.is_file() and not kept.is_symlink():
+                shutil.copyfile(kept, work / "autograded" / s / lesson / name)
+    run = nbgrader(["generate_feedback", lesson, "--force", *args], cwd=work, check=False,
+                   env_extra=env, cpus=cpus)
+    if run.rc != 0:
+        done.feedback_problem = f"nbgrader generate_feedback failed (exit {run.rc}):\n{log_tail(run.log)}"
+        done.log += f"\n===== feedback\n{run.log[-20000:]}"
+    for s in students:
+        folder = work / "feedback" / s / lesson
+        if folder.is_dir():
+            done.feedback[s] = {p.name: p.read_bytes() for p in folder.glob("*.html")
+                                if p.is_file() and not p.is_symlink()}
+
+
+def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, cpus=None,
+                    tmp: Path | None = None) -> WorkDone:
+    """Grade `submissions` ({student: (a folder, or its files as {path: bytes}; the notebook's
+    name when saved under another)}) of the lesson `files` describes (lesson_files), in a new
+    folder under `tmp`; `env` and `cpus` for the nbgrader processes and the kernels they start."""
+    start = time.perf_counter()
+    options, lesson = files["options"], files["lesson"]
+    work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-", dir=tmp))
+    done = WorkDone(lesson, sorted(submissions))
+    try:
+        _make_folder(work, files, submissions)
+        course = [f"--CourseDirectory.root={work}", f"--CourseDirectory.db_url=sqlite:///{work / 'gradebook.db'}",
+                  f"--CourseDirectory.course_id={files['course_id']}"]
+        run = nbgrader(["autograde", lesson, "--force", *course, *options["extra"]], cwd=work, check=False,
+                       timeout=options["watchdog"] * len(submissions), env_extra=env, cpus=cpus)
+        done.rc, done.log, done.killed = run.rc, run.log[-200000:], run.killed
+        _collect(work, files, done)
+        if options["feedback"]:
+            _feedback(work, files, done, [*course, *(["--HideHiddenTests.enabled=False"]
+                                                     if options["show_hidden_tests"] else [])], env or {}, cpus)
+        done.gradebook = (work / "gradebook.db").read_bytes() if done.notebooks else b""
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    done.seconds = time.perf_counter() - start
+    return done
