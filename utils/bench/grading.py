@@ -85,7 +85,7 @@ def run_once(prepared: Path, names: list[str], workers: int, cell_timeout: float
     zero = [f"{o.lesson}/{o.student}: {o.reason}" for o in run.outcomes if o.status != "graded"]
     shutil.rmtree(course.parent, ignore_errors=True)
     return {"workers": workers, "seconds": seconds, "notebooks": run.submissions, "problems": zero,
-            "lessons": run.lesson_seconds}
+            "lessons": run.lesson_seconds, "record": run.record_seconds, "feedback": run.feedback_seconds}
 
 
 def sandbox_cost(prepared: Path, names: list[str], workers: int, cell_timeout: float | None, rounds: int) -> int:
@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"speed-up x{results[0]['seconds'] / r['seconds']:.2f}; load average (1, 5 min) "
                   f"{before[0]:.2f} {before[1]:.2f} before, {after[0]:.2f} {after[1]:.2f} after"
                   + (f", {len(r['problems'])} not graded: {r['problems'][:3]}" if r["problems"] else ""),
+                  flush=True)
+            n = max(1, r["notebooks"])
+            print(f"    the grader's own recording {r['record']:.1f} s ({1000 * r['record'] / n:.0f} ms per submission); "
+                  f"feedback HTML in the work folders {r['feedback']:.1f} s ({r['feedback'] / n:.2f} s per submission)",
                   flush=True)
             print("    per lesson: " + ", ".join(f"{k} {v:.0f} s = {60 * students / v:.2f} submissions/min"
                                              for k, v in r["lessons"].items()), flush=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -33,6 +34,8 @@ class GradeRun:
     logs: dict[str, str] = field(default_factory=dict)
     lesson_seconds: dict[str, float] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)   # feedback or export that failed
+    record_seconds: float = 0.0                          # the grader's own work on what runners returned
+    feedback_seconds: float = 0.0                        # generate_feedback, in the work folders
     cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (dask/runner.py)
 
 
@@ -108,6 +111,14 @@ class LessonGrading:
     def record(self, done: WorkDone) -> None:
         """What a runner returned: each graded submission's files, scores and outcome; a reason for
         each other one. A submission is recorded once, whatever a cluster delivered."""
+        g, start = self.grading, time.perf_counter()
+        g.run.feedback_seconds += done.feedback_seconds
+        try:
+            self._record(done)
+        finally:
+            g.run.record_seconds += time.perf_counter() - start
+
+    def _record(self, done: WorkDone) -> None:
         g, first = self.grading, []
         for s in done.students:
             self.recorded[s] = self.recorded.get(s, 0) + 1

@@ -60,7 +60,8 @@ class WorkDone:
     rc: int = 0
     log: str = ""
     killed: bool = False
-    seconds: float = 0.0
+    seconds: float = 0.0                 # the whole run, its feedback included
+    feedback_seconds: float = 0.0        # generate_feedback alone
     feedback_problem: str = ""           # generate_feedback failed: its exit status and last lines
     failed: dict[str, str] = field(default_factory=dict)                  # why a runner got nothing back
     worker: str = ""                     # on a Dask cluster: who graded it
@@ -129,8 +130,10 @@ def _feedback(work: Path, files: dict, done: WorkDone, args: list[str], env: dic
             kept = work / "submitted" / s / lesson / name
             if kept.is_file() and not kept.is_symlink():
                 shutil.copyfile(kept, work / "autograded" / s / lesson / name)
+    start = time.perf_counter()
     run = nbgrader(["generate_feedback", lesson, "--force", *args], cwd=work, check=False,
                    env_extra=env, cpus=cpus)
+    done.feedback_seconds = time.perf_counter() - start
     if run.rc != 0:
         done.feedback_problem = f"nbgrader generate_feedback failed (exit {run.rc}):\n{log_tail(run.log)}"
         done.log += f"\n===== feedback\n{run.log[-20000:]}"
