@@ -1,10 +1,11 @@
 """Grading throughput: how long `python -m utils.grading` takes for a class, serial and in parallel.
 
-    python -m utils.bench.grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--sandbox]
+    python -m utils.bench.grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--rehearsal]
     python -m utils.bench.grading --sandbox-cost ROUNDS [--students N] [--workers 1] [--lessons ...]
 
 A benchmark, not a test: it builds a scratch course from the lessons in source/ (or, with
---sandbox or when source/ has none, the two tiny sandbox lessons of utils.classroom.workflow), has enough
+--rehearsal or when source/ has none, the two tiny lessons of the rehearsal course,
+utils/classroom/rehearsal.py), has enough
 students submit every lesson to make --submissions notebook submissions (50 by default: 17
 students x 3 lessons = 51; every fifth student with the lesson's sample mistakes from
 utils/authoring/samples, the others the reference solution), then grades the class once per --workers
@@ -41,11 +42,11 @@ from utils.authoring.samples_io import load_samples
 from utils.classroom.rehearsal import rehearsal_course
 
 
-def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: bool) -> tuple[Path, list[str]]:
+def prepare(base: Path, names: list[str] | None, students: int, rehearsal: bool) -> tuple[Path, list[str]]:
     """A scratch course with `students` submissions of every lesson and the reference solution's
     observations cached (printed: seconds per lesson); no grading yet."""
     course = base / "course"
-    if use_sandbox:
+    if rehearsal:
         rehearsal_course(course)
         names = ["01_tiny", "02_other"]
     else:
@@ -57,7 +58,7 @@ def prepare(base: Path, names: list[str] | None, students: int, use_sandbox: boo
         src = source_notebook(course, lesson)
         reference = nbformat.read(str(src), as_version=4)
         release = nbformat.read(str(course / "release" / lesson / src.name), as_version=4)
-        mistakes = {} if use_sandbox else load_samples(lesson)[0]
+        mistakes = {} if rehearsal else load_samples(lesson)[0]
         good = submission_from(release, reference, {})
         wrong = submission_from(release, reference, mistakes) if mistakes else good
         for i in range(students):
@@ -113,20 +114,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="students, each submitting every lesson (overrides --submissions)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--lessons", nargs="*", default=None, help="lessons from source/ (default: all)")
-    parser.add_argument("--sandbox", action="store_true", help="grade the tiny sandbox lessons instead")
+    parser.add_argument("--rehearsal", action="store_true", help="grade the rehearsal course's two tiny lessons instead")
     parser.add_argument("--cell-timeout", type=float, default=None)
     parser.add_argument("--sandbox-cost", type=int, default=0, metavar="ROUNDS",
                         help="instead: grade ROUNDS times with the autograding sandbox and without, "
                              "alternating, with the first --workers value, and print the cost")
     args = parser.parse_args(argv)
-    use_sandbox = args.sandbox or not lessons(REPO)
+    rehearsal = args.rehearsal or not lessons(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
     try:
-        n_lessons = 2 if use_sandbox else len(args.lessons or lessons(REPO))
+        n_lessons = 2 if rehearsal else len(args.lessons or lessons(REPO))
         students = args.students or -(-args.submissions // n_lessons)
-        prepared, names = prepare(base, args.lessons, students, use_sandbox)
+        prepared, names = prepare(base, args.lessons, students, rehearsal)
         print(f"grading {students} students x {len(names)} lesson(s) = {students * len(names)} submissions ({', '.join(names)}"
-              f"{', sandbox' if use_sandbox else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
+              f"{', rehearsal course' if rehearsal else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
         if args.sandbox_cost:
             return sandbox_cost(prepared, names, args.workers[0], args.cell_timeout, args.sandbox_cost)
         results = []
