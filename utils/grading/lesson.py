@@ -171,8 +171,9 @@ class LessonGrading:
         root = self.grading.root
         for s in self.students:
             out = self.outcomes[s]
+            if out.status == "pending":   # never returned by the runner: it says why in its log
+                out.zero("no grading run returned it; see autograde.log")
             if out.status != "graded":
-                out.status = "zero"
                 gradebook.record_zero(self.grading.settings, self.lesson, s)
                 out.score, out.max_score = 0.0, self.max_score
                 shutil.rmtree(root / "autograded" / s / self.lesson, ignore_errors=True)
