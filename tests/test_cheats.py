@@ -23,7 +23,7 @@ from course.observe import MIME
 from utils.authoring import nbauthor as A
 from utils.coursedir import nbgrader, scratch_config, submission_from
 from utils.grading.run import course_settings, grade_lessons
-from utils.sandbox import unavailable
+from utils.sandbox.probe import unavailable
 
 pytestmark = pytest.mark.slow
 LESSON, NB = "01_cheats", "cheats.ipynb"

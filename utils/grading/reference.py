@@ -89,8 +89,8 @@ def _library_versions() -> str:
 
 def reference_env() -> dict[str, str]:
     """The environment of the reference kernel: what a student's sandboxed kernel gets of the
-    grader's environment (utils.sandbox.PASS_ENV), so both shrink their work alike."""
-    from utils.sandbox import PASS_ENV
+    grader's environment (utils.sandbox.command.PASS_ENV), so both shrink their work alike."""
+    from utils.sandbox.command import PASS_ENV
 
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
     env.update(NBGRADER_EXECUTION="autograde", PATH=os.environ.get("PATH", ""),

@@ -85,7 +85,7 @@ def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
 
 def require_sandbox(settings: CourseSettings) -> None:
     """Stop before grading anything when the sandbox is on but cannot run here."""
-    from utils.sandbox import OPT_OUT, unavailable
+    from utils.sandbox.probe import OPT_OUT, unavailable
 
     problem = unavailable(settings.bwrap) if settings.sandbox else None
     if problem:
@@ -94,7 +94,8 @@ def require_sandbox(settings: CourseSettings) -> None:
                         f"inside a container without network, secrets or the course folder) set "
                         f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
     if settings.sandbox:
-        from utils.sandbox import limits_not_enforced, start_problem
+        from utils.sandbox.limits import limits_not_enforced
+        from utils.sandbox.probe import start_problem
 
         problem = start_problem(settings.bwrap)
         if problem:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import utils
 from utils.grading.reference import _course_files
-from utils.sandbox import start_problem, unavailable
+from utils.sandbox.probe import start_problem, unavailable
 
 
 def _sha(path: Path) -> str:

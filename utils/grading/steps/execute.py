@@ -65,7 +65,7 @@ class SafeExecute(Execute):
     record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
 
     def __init__(self, *args, **kwargs):
-        from utils.sandbox import SandboxKernelManager
+        from utils.sandbox.manager import SandboxKernelManager
 
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(*args, **kwargs)
