@@ -30,6 +30,7 @@ from traitlets import Integer, Unicode
 
 from utils.grading.steps.base import is_test_cell
 from utils.grading.steps.observations import Observation, _as_observation, collect, visible_labels
+from utils.sandbox.command import PASS_ENV
 
 RESOURCE_KEY = "reference_observations"
 _memo: dict[str, dict] = {}
@@ -90,8 +91,6 @@ def _library_versions() -> str:
 def reference_env() -> dict[str, str]:
     """The environment of the reference kernel: what a student's sandboxed kernel gets of the
     grader's environment (utils.sandbox.command.PASS_ENV), so both shrink their work alike."""
-    from utils.sandbox.command import PASS_ENV
-
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
     env.update(NBGRADER_EXECUTION="autograde", PATH=os.environ.get("PATH", ""),
                HOME=os.environ.get("HOME", tempfile.gettempdir()), PYTHONDONTWRITEBYTECODE="1")

@@ -45,6 +45,8 @@ from utils.grading.dask.address import scheduler_address
 from utils.coursedir import (REPO, ToolError, escaped, lessons, log_tail, nbgrader, nbgrader_meta, read_scores_url,
                              resolve_lessons, score_table, shown, source_notebook)
 from utils.grading.steps.well_formed import well_formed
+from utils.sandbox.limits import limits_not_enforced
+from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
 # sum of the per-cell limits a real lesson needs; only a grader stuck outside any cell reaches it.
@@ -85,8 +87,6 @@ def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
 
 def require_sandbox(settings: CourseSettings) -> None:
     """Stop before grading anything when the sandbox is on but cannot run here."""
-    from utils.sandbox.probe import OPT_OUT, unavailable
-
     problem = unavailable(settings.bwrap) if settings.sandbox else None
     if problem:
         raise ToolError(f"the autograding sandbox cannot run: {problem}. Nothing was graded. Student code "
@@ -94,9 +94,6 @@ def require_sandbox(settings: CourseSettings) -> None:
                         f"inside a container without network, secrets or the course folder) set "
                         f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
     if settings.sandbox:
-        from utils.sandbox.limits import limits_not_enforced
-        from utils.sandbox.probe import start_problem
-
         problem = start_problem(settings.bwrap)
         if problem:
             raise ToolError(problem)

@@ -31,6 +31,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from utils.grading.steps.base import add_note, grade_id
+from utils.sandbox.manager import SandboxKernelManager
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -65,8 +66,6 @@ class SafeExecute(Execute):
     record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
 
     def __init__(self, *args, **kwargs):
-        from utils.sandbox.manager import SandboxKernelManager
-
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(*args, **kwargs)
 
