@@ -24,7 +24,7 @@ from utils.authoring import nbauthor as A
 from utils.coursedir import nbgrader, scratch_config, submission_from
 from utils.grading.run import grade_lessons
 from utils.grading.settings import course_settings
-from utils.sandbox import unavailable
+from utils.sandbox.probe import unavailable
 
 pytestmark = pytest.mark.slow
 LESSON, NB = "01_cheats", "cheats.ipynb"

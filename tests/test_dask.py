@@ -62,7 +62,7 @@ want(LESSON, {MISTAKEN: load_samples(LESSON)[0]})   # utils.authoring.demo's thr
 
 def _need_cluster_tools():
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
-    from utils.sandbox import unavailable
+    from utils.sandbox.probe import unavailable
 
     problem = unavailable("bwrap")
     if problem:

@@ -155,7 +155,7 @@ def test_a_too_large_message_frame_is_refused_before_it_is_read():
     a larger frame drops the connection instead of being read into the grader's memory."""
     import zmq
 
-    from utils.sandbox import SandboxKernelClient
+    from utils.sandbox.manager import SandboxKernelClient
 
     client = SandboxKernelClient(transport="tcp", ip="127.0.0.1", iopub_port=5, shell_port=6)
     client.max_message_mb = 1
@@ -172,7 +172,7 @@ def _inside(path: Path) -> str:
 
 
 def test_the_kernels_socket_is_opened_without_following_links(tmp_path):
-    from utils.sandbox import SocketRefused, open_kernel_socket
+    from utils.sandbox.sockets import SocketRefused, open_kernel_socket
 
     kernel = tmp_path / "kernel-tmp" / ".kernel-1"
     kernel.mkdir(parents=True)
@@ -204,7 +204,7 @@ def test_the_kernels_socket_is_opened_without_following_links(tmp_path):
 
 
 def test_the_sandboxs_channels_connect_through_a_descriptor(tmp_path):
-    from utils.sandbox import SandboxKernelClient
+    from utils.sandbox.manager import SandboxKernelClient
 
     kernel = tmp_path / ".kernel-1"
     kernel.mkdir()
@@ -231,7 +231,7 @@ def test_a_notebook_of_many_short_cells_is_stopped_at_its_total_and_scored_with_
     ex.km_class_kwargs = {}
     start = time.monotonic()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("utils.sandbox.SandboxKernelManager.enabled", False)   # speed: the limit is the grader's
+        mp.setattr("utils.sandbox.manager.SandboxKernelManager.enabled", False)   # speed: the limit is the grader's
         nb, resources = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert time.monotonic() - start < 30
     stopped = [c for c in nb.cells if c.outputs and c.outputs[0].get("ename") == "NotebookTimeout"]

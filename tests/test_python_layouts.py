@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from utils.coursedir import REPO, ToolError
-from utils.sandbox import unavailable
+from utils.sandbox.probe import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"bubblewrap cannot run here: {unavailable()}")
 VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -48,7 +48,8 @@ LAYOUTS = {
 KERNEL = f"""
 import asyncio, sys, tempfile
 sys.path.insert(0, {str(REPO)!r})
-from utils.sandbox import SandboxKernelManager, start_problem
+from utils.sandbox.manager import SandboxKernelManager
+from utils.sandbox.probe import start_problem
 problem = start_problem()
 if problem:
     sys.exit("START PROBLEM " + problem)
@@ -106,24 +107,24 @@ def test_a_kernel_starts_in_the_sandbox_from_a_venv_of_this_python(tmp_path, lay
 @pytest.fixture
 def broken_layout(monkeypatch):
     """A sandbox bwrap refuses to build (a link where a bound folder already stands, the kind of
-    layout Debian's /usr/bin/python3 once gave), the checks' caches cleared around it."""
-    import utils.sandbox as S
-
-    real = S.mounts
+    layout Debian's /usr/bin/python3 once gave), the checks' caches cleared around it: both the
+    trial start and a kernel's start build it."""
+    from utils.sandbox import manager, mounts as layout, probe
 
     def mounts(*args, **kw):
-        return real(*args, **kw) + [(["--symlink", "nowhere", "/usr/bin"], "a link bwrap cannot make")]
+        return layout.mounts(*args, **kw) + [(["--symlink", "nowhere", "/usr/bin"], "a link bwrap cannot make")]
 
-    monkeypatch.setattr(S, "mounts", mounts)
-    S.trial_start.cache_clear()
+    monkeypatch.setattr(probe, "mounts", mounts)
+    monkeypatch.setattr(manager, "mounts", mounts)
+    probe.trial_start.cache_clear()
     yield
-    S.trial_start.cache_clear()
+    probe.trial_start.cache_clear()
 
 
 def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_layout, tmp_path):
     from utils.authoring import demo
     from utils.grading.settings import CourseSettings, require_sandbox
-    from utils.sandbox import start_problem
+    from utils.sandbox.probe import start_problem
 
     problem = start_problem()
     assert problem and "bwrap: Can't make symlink at /usr/bin" in problem and "Nobody was graded" in problem
@@ -135,12 +136,13 @@ def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_la
 def test_a_kernel_whose_sandbox_ends_at_once_fails_with_bwraps_message(broken_layout, monkeypatch, tmp_path):
     import asyncio
 
-    import utils.sandbox as S
+    from utils.sandbox import manager
+    from utils.sandbox.errors import SandboxError
 
-    monkeypatch.setattr(S, "start_problem", lambda bwrap="bwrap": None)   # past the check, as a race would be
+    monkeypatch.setattr(manager, "start_problem", lambda bwrap="bwrap": None)   # past the check, as a race would be
 
     async def start():
-        km = S.SandboxKernelManager()
+        km = manager.SandboxKernelManager()
         try:
             await km.start_kernel(cwd=str(tmp_path))
         finally:
@@ -150,5 +152,5 @@ def test_a_kernel_whose_sandbox_ends_at_once_fails_with_bwraps_message(broken_la
     import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:   # a loop of its own, whatever ran before
-        with pytest.raises(S.SandboxError, match="did not start: bwrap: Can't make symlink"):
+        with pytest.raises(SandboxError, match="did not start: bwrap: Can't make symlink"):
             pool.submit(asyncio.run, start()).result()

@@ -33,7 +33,7 @@ from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, ToolError, nbgrader, read_scores_url, submission_from
 from utils.grading.run import grade_lessons
 from utils.grading.settings import course_settings
-from utils.sandbox import unavailable
+from utils.sandbox.probe import unavailable
 from utils.classroom.rehearsal import rehearsal_course
 
 pytestmark = [pytest.mark.slow,
@@ -364,7 +364,7 @@ def test_plain_nbgrader_autograde_is_sandboxed_and_fails_closed(tmp_path):
 
 @pytest.mark.parametrize("mode", ["signal", "message"])
 def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
-    from utils.sandbox import SandboxKernelManager
+    from utils.sandbox.manager import SandboxKernelManager
 
     async def run():
         km = SandboxKernelManager(interrupt_with=mode)
@@ -399,7 +399,7 @@ def test_interrupt_reaches_the_sandboxed_kernel(tmp_path, mode):
 
 
 def _cgroups_here() -> bool:
-    from utils.sandbox import pids_cgroup, remove_cgroup
+    from utils.sandbox.limits import pids_cgroup, remove_cgroup
 
     group = pids_cgroup(10)
     remove_cgroup(group)
@@ -423,7 +423,7 @@ def in_kernel(cwd: Path, code: str, timeout: float = 120, after=None, **traits) 
     """Run `code` in one sandboxed kernel working in `cwd`: (its printed output and error names, facts
     about the kernel: whether it was alive after the code, the limits applied, its sandbox's rundir,
     and what `after(km)` returned, called with the kernel still running, under "after")."""
-    from utils.sandbox import SandboxKernelManager
+    from utils.sandbox.manager import SandboxKernelManager
 
     async def run():
         km = SandboxKernelManager(**traits)
@@ -636,7 +636,7 @@ def test_what_a_kernel_leaves_in_its_work_folder_never_reaches_the_grader(tmp_pa
 
 
 def _memory_cgroup_here() -> bool:
-    from utils.sandbox import kernel_cgroups, remove_cgroup
+    from utils.sandbox.limits import kernel_cgroups, remove_cgroup
 
     groups, applied = kernel_cgroups(0, 64 << 20)
     for g in groups:
@@ -685,7 +685,7 @@ def test_a_process_or_thread_flood_holds_at_most_the_limit_and_is_cleaned_up(tmp
 
 
 def test_only_the_course_package_of_a_checkout_named_by_the_environment_is_bound(tmp_path, monkeypatch):
-    from utils import sandbox as S
+    from utils.sandbox import interpreter
 
     checkout, other = tmp_path / "checkout", tmp_path / "libs"
     for folder in (checkout / "course", checkout / "source", checkout / "utils", other / "somelib"):
@@ -697,19 +697,19 @@ def test_only_the_course_package_of_a_checkout_named_by_the_environment_is_bound
     (site_dir / "legacy-editable.pth").write_text(f"{checkout}\n{other}\nimport sys\n")
     (site_dir / "__editable___x_finder.py").write_text(
         f"import sys\nMAPPING: dict[str, str] = {{'course': {str(checkout / 'course')!r}, 'x': '/nowhere'}}\n")
-    monkeypatch.setattr(S, "_site_dirs", lambda: [str(site_dir)])
+    monkeypatch.setattr(interpreter, "_site_dirs", lambda: [str(site_dir)])
 
-    assert S.course_package_paths() == [str(checkout / "course")]
-    bound = S.python_paths(str(REPO))
+    assert interpreter.course_package_paths() == [str(checkout / "course")]
+    bound = interpreter.python_paths(str(REPO))
     assert str(checkout / "course") in bound and str(other) in bound and str(site_dir) in bound
     assert str(checkout) not in bound   # the .pth line naming the checkout is not bound whole
-    assert not [p for p in S.python_paths(str(checkout)) if Path(checkout).is_relative_to(p)]
+    assert not [p for p in interpreter.python_paths(str(checkout)) if Path(checkout).is_relative_to(p)]
 
 
 def test_the_kernels_own_output_reaches_the_grader_marked_and_limited(capsys):
     import io
 
-    from utils.sandbox import KERNEL_LINE, _forward
+    from utils.sandbox.processes import KERNEL_LINE, forward_output
 
     r, w = os.pipe()
     pid = os.fork()
@@ -718,7 +718,7 @@ def test_the_kernels_own_output_reaches_the_grader_marked_and_limited(capsys):
         os.write(w, b"[AutogradeApp | INFO] Score: 6\n" + b"y" * 300_000)
         os._exit(0)
     os.close(w)
-    _forward(io.open(r, "rb"), 100)   # returns only once the pipe is read to its end
+    forward_output(io.open(r, "rb"), 100)   # returns only once the pipe is read to its end
     os.waitpid(pid, 0)
     err = capsys.readouterr().err
     assert err.startswith(KERNEL_LINE + "[AutogradeApp") and err.count("y") < 100
@@ -826,7 +826,8 @@ def test_a_fork_flood_is_stopped_without_any_cgroup_even_when_grading_as_root(tm
 
 
 def test_the_mounts_are_one_ordered_list_with_a_reason_each(tmp_path):
-    from utils.sandbox import mounts, python_paths
+    from utils.sandbox.interpreter import python_paths
+    from utils.sandbox.mounts import mounts
 
     layout = mounts(str(tmp_path), str(tmp_path / "run"), python_paths(str(REPO)), 1 << 20)
     assert all(args and reason for args, reason in layout)
@@ -852,7 +853,7 @@ def test_a_link_swapped_in_for_a_kernel_socket_never_makes_the_grader_connect_el
     """The kernel replaces every socket file in its folder by a link to a socket of the grader's
     machine; a client that connects afterwards (as after a reconnect) refuses the links and reaches
     nothing of the machine."""
-    from utils.sandbox import SocketRefused
+    from utils.sandbox.sockets import SocketRefused
 
     host = socket.socket(socket.AF_UNIX)
     host.bind(str(tmp_path / "machine.sock"))
@@ -905,7 +906,7 @@ WORK = "import time\nt = time.perf_counter()\nx = 0\nfor i in range(3_000_000):\
 
 
 def _cpu_cgroups_here() -> bool:
-    from utils.sandbox import kernel_cgroups, remove_cgroup
+    from utils.sandbox.limits import kernel_cgroups, remove_cgroup
 
     groups, applied = kernel_cgroups(0, 0, {0}, 1.0)
     for g in groups:
@@ -925,7 +926,7 @@ def test_a_kernel_that_takes_every_core_leaves_its_neighbours_time_unchanged(tmp
     other work, whose load moves by that much between rounds; hence the test's bound of 1.5, far
     below 6.8). (Beside an idle core instead, the machine's other processes crowd the neighbour's
     core: not the kernel's doing.)"""
-    from utils.sandbox import SandboxKernelManager
+    from utils.sandbox.manager import SandboxKernelManager
 
     cores = sorted(os.sched_getaffinity(0))
     half = len(cores) // 2

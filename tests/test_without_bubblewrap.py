@@ -21,7 +21,7 @@ import pytest
 from utils.authoring import demo
 from utils.authoring.check import REFERENCE, RELEASE
 from utils.coursedir import REPO, ToolError, nbgrader, read_scores, scratch_course
-from utils.sandbox import OPT_OUT
+from utils.sandbox.probe import OPT_OUT
 
 from conftest import SYNTH, make_course, synthetic_cells
 

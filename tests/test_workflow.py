@@ -268,10 +268,10 @@ def test_a_failed_sandbox_start_leaves_no_folder_in_tmp(tmp_path, monkeypatch):
     import asyncio
     import tempfile
     from jupyter_client.manager import AsyncKernelManager
-    from utils import sandbox
+    from utils.sandbox import manager
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(sandbox, "unavailable", lambda bwrap: None)
-    monkeypatch.setattr(sandbox, "start_problem", lambda bwrap: None)
+    monkeypatch.setattr(manager, "unavailable", lambda bwrap: None)
+    monkeypatch.setattr(manager, "start_problem", lambda bwrap: None)
     seen = []
 
     async def launch_fails(self, kernel_cmd, **kw):
@@ -279,7 +279,7 @@ def test_a_failed_sandbox_start_leaves_no_folder_in_tmp(tmp_path, monkeypatch):
         raise OSError("bwrap: cannot start")
 
     monkeypatch.setattr(AsyncKernelManager, "_async_launch_kernel", launch_fails)
-    km = sandbox.SandboxKernelManager(kernel_name="python3")
+    km = manager.SandboxKernelManager(kernel_name="python3")
     with pytest.raises(OSError, match="cannot start"):
         asyncio.run(km.start_kernel(cwd=str(tmp_path)))
     assert any(n.startswith("kb-") for n in seen), seen   # the control: it was made

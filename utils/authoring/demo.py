@@ -28,7 +28,7 @@ from utils.authoring.check import REFERENCE, RELEASE
 from utils.coursedir import REPO, ToolError, lessons, read_scores, resolve_lessons, scratch_course, source_notebook
 from utils.grading.run import grade
 from utils.authoring.samples_io import load_samples, sample_submission
-from utils.sandbox import OPT_OUT, start_problem, unavailable
+from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 
 MISTAKEN = "plausible-mistakes"
 # Written into the scratch course's nbgrader_config.py only, never into the course's own.

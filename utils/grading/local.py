@@ -17,7 +17,7 @@ from utils.grading.lesson import Grading, LessonGrading
 from utils.grading.reference import ReferenceRefused, cache_key, reference_for
 from utils.grading.settings import CACHE
 from utils.grading.work import WorkDone, grade_in_folder
-from utils.sandbox import THREAD_VARS
+from utils.sandbox.command import THREAD_VARS
 
 
 def cpu_slots(workers: int) -> "queue.Queue | None":

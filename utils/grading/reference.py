@@ -31,7 +31,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from utils.grading.fingerprint import course_files, library_versions
 from utils.grading.steps.base import is_test_cell
 from utils.grading.steps.observations import Observation, _as_observation, collect, visible_labels
-from utils.sandbox import PASS_ENV
+from utils.sandbox.command import PASS_ENV
 
 RESOURCE_KEY = "reference_observations"
 _memo: dict[str, dict] = {}
@@ -82,7 +82,7 @@ def notebook_key(notebook: bytes) -> str:
 
 def reference_env() -> dict[str, str]:
     """The environment of the reference kernel: what a student's sandboxed kernel gets of the
-    grader's environment (utils.sandbox.PASS_ENV), so both shrink their work alike."""
+    grader's environment (utils.sandbox.command.PASS_ENV), so both shrink their work alike."""
     env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
     env.update(NBGRADER_EXECUTION="autograde", PATH=os.environ.get("PATH", ""),
                HOME=os.environ.get("HOME", tempfile.gettempdir()), PYTHONDONTWRITEBYTECODE="1")

@@ -11,7 +11,8 @@ from pathlib import Path
 from traitlets.config.loader import PyFileConfigLoader
 
 from utils.coursedir import ToolError
-from utils.sandbox import OPT_OUT, limits_not_enforced, start_problem, unavailable
+from utils.sandbox.limits import limits_not_enforced
+from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 
 CACHE = ".grading-cache"   # the reference runs, the results, the journal: never seen by a kernel
 # Seconds one submission may take before its grading process is killed as stalled. Far above the

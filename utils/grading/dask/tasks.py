@@ -23,7 +23,7 @@ from utils.grading.fingerprint import library_versions
 from utils.grading.reference import notebook_key, reference_for
 from utils.grading.settings import CACHE
 from utils.grading.work import grade_in_folder
-from utils.sandbox import THREAD_VARS
+from utils.sandbox.command import THREAD_VARS
 
 KERNEL_THREADS_ENV = "COURSE_KERNEL_THREADS"   # a worker's kernels' library threads, instead of the split
 

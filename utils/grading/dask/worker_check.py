@@ -12,7 +12,7 @@ from pathlib import Path
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from utils.grading.fingerprint import fingerprint
-from utils.sandbox import start_problem, unavailable
+from utils.sandbox.probe import start_problem, unavailable
 
 PLUGIN = "prefill-decode-worker-check"
 

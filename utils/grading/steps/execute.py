@@ -31,7 +31,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from utils.grading.steps.base import add_note, grade_id
-from utils.sandbox import SandboxKernelManager
+from utils.sandbox.manager import SandboxKernelManager
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
