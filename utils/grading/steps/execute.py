@@ -92,7 +92,7 @@ class SafeExecute(Execute):
     def process_message(self, msg, cell, cell_index):
         msg_type = msg.get("msg_type") if isinstance(msg, dict) else None
         content = msg.get("content") if isinstance(msg, dict) else None
-        if msg_type not in self.KEPT or not isinstance(content, dict):
+        if not isinstance(msg_type, str) or msg_type not in self.KEPT or not isinstance(content, dict):
             return None   # comm_*, update_display_data, anything unknown: never logged or kept
         if msg_type == "status" and not isinstance(content.get("execution_state"), str):
             return None

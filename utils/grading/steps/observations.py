@@ -45,7 +45,7 @@ def _as_observation(data: Any) -> Observation | None:
         return None
     try:
         rel, abs_tol = float(data.get("rel", 1e-6)), float(data.get("abs", 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):   # OverflowError: an integer beyond any float
         return None
     if not (math.isfinite(rel) and math.isfinite(abs_tol)) or rel < 0 or abs_tol < 0:
         return None
