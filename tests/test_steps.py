@@ -33,9 +33,9 @@ from course.observe import MIME
 from utils.authoring import nbauthor as author
 from utils.authoring.language_info import KernelLanguageInfo, kernel_language_info, stamp
 from utils.grading import reference as reference_module
-from utils.grading import stamp_gradebooks_in_process
-from utils.grading.reference import (RESOURCE_KEY, Reference, ReferenceObservations, ReferenceRefused, _problems,
-                                     cache_key, check_gradebook, reference_for)
+from utils.grading.pipeline import stamp_gradebooks_in_process
+from utils.grading.reference import (RESOURCE_KEY, Reference, ReferenceRefused, _problems, cache_key, check_gradebook,
+                                     reference_for)
 from utils.grading.steps.base import NOTES_KEY, read_notes
 from utils.grading.steps.execute import SafeExecute
 from utils.grading.steps.hide_hidden import LEFT_OUT, HideHiddenTests
@@ -43,6 +43,7 @@ from utils.grading.steps.kernel_fields import LANGUAGE_INFO, KernelFields
 from utils.grading.steps.limit_output import LimitOutputSize
 from utils.grading.steps.observations import Observation, collect
 from utils.grading.steps.overwrite import SafeOverwriteCells
+from utils.grading.steps.reference import ReferenceObservations
 from utils.grading.steps.safe_html import SafeMarkdown, configure_html, safe_html
 from utils.grading.steps.verdicts import GRADER_ERRORS, Verdicts
 from utils.grading.steps.well_formed import MAX_TEXT, WellFormed
