@@ -706,6 +706,26 @@ def test_only_the_course_package_of_a_checkout_named_by_the_environment_is_bound
     assert not [p for p in interpreter.python_paths(str(checkout)) if Path(checkout).is_relative_to(p)]
 
 
+def test_a_hidden_folder_is_never_bound_nor_a_folder_that_holds_it(tmp_path, monkeypatch):
+    """SandboxKernelManager.hidden (the course folder a local work folder was copied from, which
+    the grader passes on nbgrader's command line): nothing bound for the kernel is it or holds it,
+    even where the Python environment lies around it."""
+    from traitlets.config import Config
+
+    from utils.sandbox import interpreter
+    from utils.sandbox.manager import SandboxKernelManager
+
+    site_dir = tmp_path / "env" / "site-packages"
+    course = site_dir / "a-course-folder"
+    course.mkdir(parents=True)
+    monkeypatch.setattr(interpreter, "_site_dirs", lambda: [str(site_dir)])
+    assert str(site_dir) in interpreter.kernel_python()   # the control: the environment is bound
+    assert not [p for p in interpreter.kernel_python(str(course)) if course.is_relative_to(p)]
+    config = Config()
+    config.SandboxKernelManager.hidden = [str(course)]
+    assert SandboxKernelManager(config=config).hidden == [str(course)]
+
+
 def test_the_kernels_own_output_reaches_the_grader_marked_and_limited(capsys):
     import io
 

@@ -57,13 +57,13 @@ class LocalRunner:
         # runs on cores of its own when there are enough of them
         share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
         env = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
-        env["COURSE_GRADING_ROOT"] = str(lesson.grading.root)   # hidden from the kernels too (utils/sandbox/)
         slots, files = cpu_slots(len(chunks)), lesson.files()
+        hide = [str(lesson.grading.root)]   # the course folder, hidden from the kernels too
 
         def one(chunk: list[str]) -> WorkDone:
             cpus = slots.get() if slots is not None else None
             try:
-                return grade_in_folder(files, {s: lesson.submission(s) for s in chunk}, env=env, cpus=cpus)
+                return grade_in_folder(files, {s: lesson.submission(s) for s in chunk}, env=env, cpus=cpus, hide=hide)
             finally:
                 if slots is not None:
                     slots.put(cpus)

@@ -145,10 +145,11 @@ def _feedback(work: Path, files: dict, done: WorkDone, args: list[str], env: dic
 
 
 def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, cpus=None,
-                    tmp: Path | None = None) -> WorkDone:
+                    hide: list[str] = (), tmp: Path | None = None) -> WorkDone:
     """Grade `submissions` ({student: (a folder, or its files as {path: bytes}; the notebook's
     name when saved under another)}) of the lesson `files` describes (lesson_files), in a new
-    folder under `tmp`; `env` and `cpus` for the nbgrader processes and the kernels they start."""
+    folder under `tmp`; `env` and `cpus` for the nbgrader processes and the kernels they start,
+    `hide`: folders the kernels must not see besides the usual ones (the course folder)."""
     start = time.perf_counter()
     options, lesson = files["options"], files["lesson"]
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-", dir=tmp))
@@ -157,7 +158,8 @@ def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, 
         _make_folder(work, files, submissions)
         course = [f"--CourseDirectory.root={work}", f"--CourseDirectory.db_url=sqlite:///{work / 'gradebook.db'}",
                   f"--CourseDirectory.course_id={files['course_id']}"]
-        run = nbgrader(["autograde", lesson, "--force", *course, *options["extra"]], cwd=work, check=False,
+        hidden = [f"--SandboxKernelManager.hidden={folder}" for folder in hide]
+        run = nbgrader(["autograde", lesson, "--force", *course, *hidden, *options["extra"]], cwd=work, check=False,
                        timeout=options["watchdog"] * len(submissions), env_extra=env, cpus=cpus)
         done.rc, done.log, done.killed = run.rc, run.log[-200000:], run.killed
         _collect(work, files, done)

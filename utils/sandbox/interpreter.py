@@ -137,7 +137,7 @@ def _outermost(paths) -> list[str]:
 
 
 def kernel_python(*folders: str) -> list[str]:
-    """`python_paths` of this interpreter, never showing the checkout, nbgrader's folder, the
-    course a utils.grading.run worker was copied from, or `folders` (the kernel's own)."""
-    roots = [r for r in (str(REPO), os.getcwd(), os.environ.get("COURSE_GRADING_ROOT"), *folders) if r]
+    """`python_paths` of this interpreter, never showing the checkout, nbgrader's folder or
+    `folders` (the kernel's own, and SandboxKernelManager.hidden)."""
+    roots = [r for r in (str(REPO), os.getcwd(), *folders) if r]
     return python_paths(*roots)

@@ -75,6 +75,9 @@ class SandboxSettings(LoggingConfigurable):
     cgroups = Bool(True, help="Limit each kernel with cgroups where the grader may create them "
                               "(False: per-process limits only, as where none can be made)").tag(config=True)
     extra_readonly = List(Unicode(), help="More folders the kernel may read").tag(config=True)
+    hidden = List(Unicode(), help="Folders the kernel never sees, even where the Python environment "
+                                  "lies inside one (the course folder a grading work folder was "
+                                  "copied from; the checkout and nbgrader's folder always)").tag(config=True)
     cpu_limit = Float(0.0, help="CPU time of one kernel with all its processes, in CPUs (a cgroup's "
                                 "cpu.max, or cpu.cfs_quota_us in v1, where the grader may create one; "
                                 "always also a cpuset of the grading worker's cores); 0: as many CPUs "
@@ -196,7 +199,7 @@ class SandboxKernelManager(_SandboxLifecycle):
             return cmd
         cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
         give_to(self._rundir, self._uid)   # the kernel (its own uid) reads its connection file
-        python = kernel_python(self._workdir, self._rundir) + [p for p in self.extra_readonly if os.path.isdir(p)]
+        python = kernel_python(self._workdir, self._rundir, *self.hidden) + [p for p in self.extra_readonly if os.path.isdir(p)]
         mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
         prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap)
         launch = launch_args(mem, self.process_limit, self.copy_limit_mb << 20, work // 2, self._uid,
