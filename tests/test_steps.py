@@ -38,6 +38,7 @@ from utils.grading.reference import (RESOURCE_KEY, Reference, ReferenceRefused, 
                                      reference_for)
 from utils.grading.steps.base import NOTES_KEY, read_notes
 from utils.grading.steps.execute import SafeExecute
+from utils.sandbox.channels import well_formed_message
 from utils.grading.steps.hide_hidden import LEFT_OUT, HideHiddenTests
 from utils.grading.steps.kernel_fields import LANGUAGE_INFO, KernelFields
 from utils.grading.steps.limit_output import LimitOutputSize
@@ -570,6 +571,56 @@ def test_a_kernel_that_dies_too_often_leaves_the_rest_not_run(tmp_path):
     nb, _ = _unsandboxed(max_restarts=0).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert [[o.get("ename") for o in c.outputs] for c in nb.cells] == [["DeadKernelError"], ["NotRun"], ["NotRun"]]
     assert [n["event"] for n in read_notes(nb)] == ["kernel-died", "gave-up"]
+
+
+@pytest.mark.parametrize("message", [
+    msg("stream", {"name": "stdout"}), msg("stream", {"text": "no name\n"}),
+    msg("stream", {"name": "stdout", "text": ["x", 3]}),
+    msg("display_data", {"metadata": {}}), msg("display_data", {"data": ["text/plain"], "metadata": {}}),
+    msg("execute_result", {"data": {"text/plain": 1}, "metadata": {}}),
+    msg("error", {"evalue": "no name", "traceback": []}), msg("error", {"ename": "E", "evalue": "x", "traceback": "tb"}),
+])
+def test_an_output_nbformat_would_refuse_is_dropped_and_counted(message):
+    ex = executor()
+    cell = ex.nb.cells[0]
+    assert ex.process_message(message, cell, 0) is None
+    assert cell.outputs == [] and ex._dropped == 1 and ex._arrived == 0
+
+
+@pytest.mark.parametrize("message, kept", [
+    (msg("stream", {"name": "stdout", "text": "x"}), True),
+    ({**msg("stream", {"name": "stdout", "text": "x"}), "parent_header": [1, 2]}, False),
+    ({**msg("stream", {"name": "stdout", "text": "x"}), "header": "h"}, False),
+    ({**msg("stream", {"name": "stdout", "text": "x"}), "metadata": None}, False),
+    ({**msg("stream", {"name": "stdout", "text": "x"}), "msg_type": 7}, False),
+    ({**msg("stream", {"name": "stdout", "text": "x"}), "header": {"msg_type": ["stream"]}}, False),
+    ("not a message", False), (None, False),
+])
+def test_the_sandboxed_client_takes_only_messages_whose_parts_nbclient_can_read(message, kept):
+    assert well_formed_message(message) is kept
+
+
+MALFORMED = """k = get_ipython().kernel
+for change in ({'parent_header': [1, 2]}, {'header': 'not a header'}, {'content': b'["no", "content"]'}):
+    m = k.session.msg('stream', {'name': 'stdout', 'text': 'forged\\n'}, parent=k.get_parent())
+    m.update(change)
+    k.iopub_socket.send_multipart(k.session.serialize(m))
+k.session.send(k.iopub_socket, 'stream', {'name': 'stdout'}, parent=k.get_parent())
+k.session.send(k.iopub_socket, 'display_data', {'data': ['x'], 'metadata': {}}, parent=k.get_parent())
+k.iopub_socket.send_multipart([b'<IDS|MSG>', b'not signed', b'{', b'', b'', b''])
+print('after the forged messages')"""
+
+
+def test_malformed_messages_from_a_kernel_cost_nothing_but_themselves(tmp_path):
+    """A kernel sends messages with parts nbclient cannot read, outputs nbformat refuses and
+    frames that are no message at all: each is dropped, the cell's own output is kept, and the
+    cells after it run (before, one such message ended the notebook's grading)."""
+    nb = new_notebook(cells=[new_code_cell(MALFORMED), new_code_cell("print(6 * 7)")])
+    ex = _unsandboxed(timeout=20)
+    nb, _ = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert [o.get("text") for o in nb.cells[0].outputs] == ["after the forged messages\n"]
+    assert [o.get("text") for o in nb.cells[1].outputs] == ["42\n"]
+    assert ex._dropped == 2   # the two outputs nbformat refuses; the rest never reached SafeExecute
 
 
 # === Verdicts ====================================================================================

@@ -31,9 +31,10 @@ import threading
 
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, CaselessStrEnum, Float, Integer, List, Unicode, default
+from traitlets import Bool, CaselessStrEnum, Float, Integer, List, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
+from utils.sandbox.channels import WellFormedChannel
 from utils.sandbox.command import bwrap_command, kernel_env, kernel_uid, launch_args
 from utils.sandbox.errors import SandboxError
 from utils.sandbox.interpreter import kernel_python
@@ -90,7 +91,13 @@ class SandboxSettings(LoggingConfigurable):
 
 
 class SandboxKernelClient(SafeSockets, AsyncKernelClient):
-    """The client of a sandboxed kernel (SandboxKernelManager.client_class)."""
+    """The client of a sandboxed kernel (SandboxKernelManager.client_class): safe sockets, and
+    channels that drop what the kernel sent malformed (channels.py)."""
+
+    shell_channel_class = Type(WellFormedChannel)
+    iopub_channel_class = Type(WellFormedChannel)
+    stdin_channel_class = Type(WellFormedChannel)
+    control_channel_class = Type(WellFormedChannel)
 
     def stop_channels(self) -> None:
         super().stop_channels()

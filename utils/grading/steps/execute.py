@@ -6,10 +6,12 @@ nothing; Verdicts does, outside the kernel.
 The grader's own process stays bounded whatever the kernel sends (`process_message`): only the
 message types a notebook's outputs need are taken (comm and widget messages, display updates and
 unknown types are dropped before nbclient sees them, logs them or keeps widget state), a display's
-`transient` is dropped (no display id links one cell's output to another's), and once a notebook's
-outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` outputs) the rest are dropped as
-they arrive, with a note. The sandbox's kernel manager refuses any single message frame larger
-than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE).
+`transient` is dropped (no display id links one cell's output to another's), an output nbformat
+would refuse is dropped (nbclient would raise on it and end the notebook's grading), and once a
+notebook's outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` outputs) the rest are
+dropped as they arrive, with a note. The sandbox's kernel manager refuses any single message frame
+larger than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE), and its
+client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
 
 A notebook has `notebook_timeout` seconds in all (kernel starts and re-runs included): a cell
 running when it is spent is interrupted, the cells after it are not run (their graded cells score
@@ -27,6 +29,7 @@ import time
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
+from nbformat.v4 import output_from_msg
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
@@ -36,6 +39,16 @@ from utils.sandbox.manager import SandboxKernelManager
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def _valid_output(msg: dict) -> bool:
+    """Would nbclient's next step (nbformat's output_from_msg, its checks included) take this
+    output? One it refuses would end the notebook's grading there."""
+    try:
+        output_from_msg(msg)
+    except Exception:  # noqa: BLE001 - any malformed output the kernel sent
+        return False
+    return True
 
 
 def _size(content: dict) -> int:
@@ -101,7 +114,8 @@ class SafeExecute(Execute):
             content["execution_count"] = 0
         if msg_type in self.OUTPUTS:
             size = _size(content)
-            if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived:
+            if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived \
+                    or not _valid_output(msg):
                 self._dropped += 1
                 return None
             self._arrived += size
