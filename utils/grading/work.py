@@ -125,11 +125,6 @@ def _feedback(work: Path, files: dict, done: WorkDone, args: list[str], env: dic
     students = [s for s in done.students if done.graded(s)]
     if not students:
         return
-    for s in students:   # the originals, for nbgrader's feedback (never what a kernel left)
-        for name in TIMESTAMPS:
-            kept = work / "submitted" / s / lesson / name
-            if kept.is_file() and not kept.is_symlink():
-                shutil.copyfile(kept, work / "autograded" / s / lesson / name)
     start = time.perf_counter()
     run = nbgrader(["generate_feedback", lesson, "--force", *args], cwd=work, check=False,
                    env_extra=env, cpus=cpus)
