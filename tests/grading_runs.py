@@ -24,7 +24,6 @@ grading ran them.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import importlib
 import json
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from filelock import FileLock
 
 from utils.authoring.check import REFERENCE, RELEASE, LessonCheck, check_lesson
 from utils.coursedir import REPO, source_notebook
@@ -128,8 +128,7 @@ def graded(lesson: str) -> LessonRun:
     if SHARED is None:
         return _grade(lesson)
     done = SHARED / f"graded-{lesson}.pickle"
-    with open(SHARED / f"graded-{lesson}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # another process may be grading it: wait for it
+    with FileLock(SHARED / f"graded-{lesson}.lock"):   # another process may be grading it: wait for it
         if done.is_file():
             return pickle.loads(done.read_bytes())
         run = _grade(lesson)

@@ -176,6 +176,8 @@ def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
     """The module's scheduler was started as docs/instructors.md says: Dask alone, none of the
     course's tools (before the test that kills it)."""
     from utils.grading.dask.runner import DaskRunner, task
+    from utils.grading.dask.worker_check import PLUGIN, WorkerCheck, refusal
+    from utils.grading.fingerprint import fingerprint
 
     c = DaskRunner.connect(loopback["cluster"].address, lambda *a: None)
     try:
@@ -185,7 +187,21 @@ def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
         assert c.allowed_failures == 3
         threads = c.client.submit(task("kernel_threads"), 3, {"COURSE_KERNEL_THREADS": "5"}, pure=False)
         assert threads.result(timeout=120)["OMP_NUM_THREADS"] == "5"
+        # the workers' check is a worker plugin: a worker whose tools differ from what the grader
+        # expects refuses in one line, and so does every course task sent to it
+        expected = fingerprint()
+        expected["utils/grading/run.py"] = "0" * 64
+        c.client.register_plugin(WorkerCheck(expected, (False, "bwrap")), name=PLUGIN)
+        lines = list(c.client.run(refusal).values())
+        assert len(lines) == 2 and all("refuses: its grading tools differ from the grader's (utils/grading/run.py)"
+                                       in line and "\n" not in line for line in lines), lines
+        refused = c.client.submit(task("key_task"), {"lesson": "01_x"}, pure=False)
+        with pytest.raises(RuntimeError, match="refuses: its grading tools differ"):
+            refused.result(timeout=120)
+        c.client.register_plugin(WorkerCheck(fingerprint(), (False, "bwrap")), name=PLUGIN)
+        assert list(c.client.run(refusal).values()) == [None, None]
     finally:
+        c.client.unregister_worker_plugin(PLUGIN)
         c.client.close()
 
 
