@@ -141,6 +141,14 @@ def graded(tmp_path_factory):
             (folder / NB).write_bytes(what)
         else:
             nbformat.write(what, str(folder / NB))
+    # a page of the student's own beside the notebook: never taken for the feedback
+    (course / "submitted" / "good_b" / LESSON / "feedback.html").write_text("<script>alert('forged')</script>")
+    # folders that are links: to another student's submission, a whole student's folder
+    (course / "submitted" / "linked").mkdir()
+    (course / "submitted" / "linked" / LESSON).symlink_to(course / "submitted" / "good_a" / LESSON)
+    (course / "submitted" / "linked_student").symlink_to(course / "submitted" / "good_b")
+    # a student id nbgrader would read as a pattern (matching every other student)
+    shutil.copytree(course / "submitted" / "good_a", course / "submitted" / "pattern*")
     before = _digest(course / "submitted")
     run = grade_lessons(course, [LESSON], workers=2, cell_timeout=CELL_TIMEOUT)
     outcomes = {o.student: o for o in run.outcomes}
@@ -171,7 +179,7 @@ def test_every_submission_has_an_outcome_and_good_ones_get_full_marks(graded):
         assert outcomes[student].status == "graded"
         assert (outcomes[student].score, outcomes[student].max_score) == (6, 6), outcomes[student].line()
         assert outcomes[student].notes == []
-        assert list((course / "feedback" / student / LESSON).glob("*.html"))
+        assert [p.name for p in (course / "feedback" / student / LESSON).glob("*.html")] == ["tiny.html"]
 
 
 def test_endless_loop_loses_only_that_cell(graded):
@@ -254,6 +262,9 @@ def test_gigantic_output_is_cut_and_graded(graded):
     ("missing", "no tiny.ipynb in the submission (found: notes.txt)"),
     ("other_lesson", "submitted other.ipynb, the notebook of lesson 02_other"),
     ("other_lesson_renamed", "holds the notebook of lesson 02_other"),
+    ("linked", "submitted/linked/01_tiny is a symbolic link; only regular folders are graded"),
+    ("linked_student", "submitted/linked_student is a symbolic link"),
+    ("pattern*", "holds a character nbgrader reads as a pattern (*)"),
 ])
 def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
     course, _, outcomes, _ = graded
@@ -271,7 +282,8 @@ def test_grade_command_reports_each_problem_and_a_failed_export(graded, capsys):
     shutil.rmtree(course / "submitted" / "loop_ignores_interrupt")
     for s in [p.name for p in (course / "submitted").iterdir()]:
         if s not in ("good_a", "corrupt", "missing"):
-            shutil.rmtree(course / "submitted" / s)
+            folder = course / "submitted" / s
+            folder.unlink() if folder.is_symlink() else shutil.rmtree(folder)
     (course / "grades.csv").unlink(missing_ok=True)
     (course / "grades.csv").mkdir()          # nbgrader export cannot write it
     table, problems = grade(course, [LESSON], workers=1, cell_timeout=CELL_TIMEOUT)

@@ -263,7 +263,11 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
 
     assert not (course / CACHE / JOURNAL).exists()   # a run that graded everything leaves none
     journal, kept = Journal(course), list(KILL_STUDENTS[:2])
-    key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], [])   # the workers' key
+    from utils.grading.lesson import Grading
+    from utils.grading.settings import Options, course_settings
+
+    decided = Grading(course, course_settings(course), Options()).decided_by()   # the options the rerun is given
+    key = lesson_key(fingerprint(), run.cluster["references"][SYNTH]["key"], decided)   # the workers' key
     for o in run.outcomes:
         if o.student in kept:
             result = {"verdicts": {g: list(v) for g, v in o.verdicts.items()}, "notes": [], "score": o.score,
@@ -283,7 +287,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
 
     monkeypatch.setattr(submissions, "preflight", crashing)
     with contextlib.redirect_stdout(io.StringIO()) as out2:
-        rerun = grade_lessons(course, [SYNTH], scheduler=cluster.address, feedback=False)
+        rerun = grade_lessons(course, [SYNTH], scheduler=cluster.address)
     print(out2.getvalue())
     monkeypatch.undo()
     rerun_rows = sorted(_csv_rows(course))

@@ -18,7 +18,7 @@ from traitlets.config import Config
 from utils.coursedir import REPO, nbgrader, scratch_course
 from utils.grading.gradebook import lesson_template
 from utils.grading.pipeline import stamp_gradebooks_in_process
-from utils.grading.result import graded, read_result, result_path, results_of, verdicts
+from utils.grading.result import graded, read_result, result_path, verdicts
 from utils.grading.settings import CourseSettings
 from utils.grading.steps.base import add_note
 from utils.grading.steps.result import WriteResult, recording_failure
@@ -61,7 +61,6 @@ def test_the_last_step_writes_verdicts_notes_and_the_saved_score(tmp_path):
                       "notes": ["test cell 'a_test' was deleted; restored from the source and graded"],
                       "score": 2.0, "max_score": 3.0, "late_penalty": 0.0, "reason": ""}
     assert graded(result) and verdicts(result)["b_test"] == (False, "CheckFailed: expected 3")
-    assert results_of(root, "L", "ann") == {"nb": result}
     # plain JSON all the way: what a Dask task returns and the journal keeps
     assert json.loads(json.dumps(result)) == result
 
@@ -134,3 +133,49 @@ def test_the_template_holds_the_lesson_as_the_course_gradebook_defines_it(tmp_pa
     ours, theirs = described(f"sqlite:///{dest}"), described(url)
     assert ours == theirs and max_score == theirs[1] > 0 and ours[2] == 0
     assert nbformat.read(str(course / "release" / lesson / "two_phases.ipynb"), as_version=4).cells
+
+
+def test_a_work_folder_that_cannot_be_made_costs_only_its_submissions(tmp_path, monkeypatch):
+    """A submission whose files cannot be copied into a work folder (an unreadable file, say)
+    fails alone, with the reason; the others of its work folder are graded again without it."""
+    from types import SimpleNamespace
+
+    from utils.grading import local
+
+    def grade_in_folder(files, submissions, **options):
+        if "bad" in submissions:
+            raise OSError(13, "Permission denied")
+        return WorkDone("L", sorted(submissions), results={s: {"verdicts": {}, "reason": ""} for s in submissions},
+                        notebooks={s: {"nb.ipynb": b"{}"} for s in submissions})
+
+    monkeypatch.setattr(local, "grade_in_folder", grade_in_folder)
+    lesson = SimpleNamespace(name="L", files=lambda: {}, submission=lambda s: (tmp_path / s, None),
+                             grading=SimpleNamespace(root=tmp_path))
+    runs = list(local.LocalRunner(1).run(lesson, ["ann", "bad", "cy"]))
+    graded_students = sorted(s for done in runs for s in done.students if done.graded(s))
+    failed = [done for done in runs if "bad" in done.students]
+    assert graded_students == ["ann", "cy"] and len(failed) == 1 and failed[0].students == ["bad"]
+    assert failed[0].reason("bad", 60) == "its work folder could not be made (PermissionError: [Errno 13] Permission denied)"
+
+
+def test_a_submission_the_grader_cannot_read_scores_zero_and_the_rest_are_planned(tmp_path, monkeypatch):
+    from utils.grading import lesson as lesson_module
+    from utils.grading.lesson import Grading, LessonGrading
+    from utils.grading.settings import Options
+
+    course = scratch_course(REPO, ["01_two_phases"], tmp_path / "course")
+    for student in ("ann", "bo"):
+        folder = course / "submitted" / student / "01_two_phases"
+        folder.mkdir(parents=True)
+        (folder / "two_phases.ipynb").write_bytes((course / "source" / "01_two_phases" / "two_phases.ipynb").read_bytes())
+    hash_tree = lesson_module.hash_tree
+
+    def unreadable(folder):
+        if "bo" in folder.parts:
+            raise PermissionError(13, "Permission denied")
+        return hash_tree(folder)
+
+    monkeypatch.setattr(lesson_module, "hash_tree", unreadable)
+    planned = LessonGrading.plan(Grading(course, CourseSettings("c", "sqlite://"), Options()), "01_two_phases",
+                                 None)
+    assert planned.to_grade == ["ann"] and planned.outcomes["bo"].reason == "its files could not be read (Permission denied)"

@@ -399,13 +399,13 @@ def test_a_visible_quiz_answer_or_a_hidden_observation_is_enough():
 
 def test_a_reference_that_differs_from_the_gradebook_is_refused(gradebook):
     db = gradebook["nbgrader"]["db_url"]
-    check_gradebook(lesson_reference(), db, LESSON, NOTEBOOK)            # the same cells: accepted
+    check_gradebook(lesson_reference(), db, LESSON, NOTEBOOK, "default_course")   # the same cells: accepted
     ref = lesson_reference()
     ref.sources["unknown_test"] = "anything"                            # a cell the gradebook lacks: accepted
-    check_gradebook(ref, db, LESSON, NOTEBOOK)
+    check_gradebook(ref, db, LESSON, NOTEBOOK, "default_course")
     ref.sources["test_b"] = SOURCE_B + "\nobserve('b(3)', b(3))"
     with pytest.raises(ReferenceRefused, match=r"graded cell\(s\) test_b of the source differ"):
-        check_gradebook(ref, db, LESSON, NOTEBOOK)
+        check_gradebook(ref, db, LESSON, NOTEBOOK, "default_course")
 
 
 def reference_step(source: Path, cache_dir: Path | None = None) -> ReferenceObservations:

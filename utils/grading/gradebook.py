@@ -75,7 +75,9 @@ def merge(src_url: str, settings: CourseSettings, lesson: str, students: list[st
 
 
 def record_zero(settings: CourseSettings, lesson: str, student: str) -> None:
-    """Every graded cell of the submission scores 0 (replacing any earlier grade)."""
+    """Every graded cell of the submission autogrades 0 (replacing any earlier autograde); a
+    manual score an instructor gave stays, as when a submission is merged (nbgrader's own rule: a
+    manual score wins and the cell needs review)."""
     alembic_on_path()
     with quiet_sqlalchemy(), Gradebook(settings.db_url, settings.course_id) as gb:
         gb.update_or_create_student(student)
@@ -83,6 +85,5 @@ def record_zero(settings: CourseSettings, lesson: str, student: str) -> None:
         for nb in sub.notebooks:
             for grade in nb.grades:
                 grade.auto_score = 0.0
-                grade.manual_score = None
-                grade.needs_manual_grade = False
+                grade.needs_manual_grade = grade.manual_score is not None
         gb.db.commit()

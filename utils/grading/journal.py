@@ -20,10 +20,11 @@ from utils.grading.settings import CACHE
 JOURNAL = "journal.jsonl"   # in .grading-cache/
 
 
-def lesson_key(expected: dict[str, str], reference_key: str, extra: list[str]) -> str:
-    """What decides a lesson's grades: the files and tools that grade, the reference's cache key
-    (the source notebook, the course package, the libraries), the options."""
-    return hashlib.sha256(json.dumps([expected, reference_key, list(extra)], sort_keys=True).encode()).hexdigest()
+def lesson_key(expected: dict[str, str], reference_key: str, decided_by: list) -> str:
+    """What decides a lesson's grades and feedback: the files and tools that grade, the
+    reference's cache key (the source notebook, the course package, the libraries) and the rest
+    (lesson.Grading.decided_by: the options, the gradebook, the course id)."""
+    return hashlib.sha256(json.dumps([expected, reference_key, decided_by], sort_keys=True).encode()).hexdigest()
 
 
 def _digest(tree: dict[str, str]) -> str:

@@ -1,8 +1,9 @@
 """One grading run (Grading: the course, its settings and options, what the run says and keeps)
 and one lesson's grading within it (LessonGrading): planned here (submissions.py), graded by a
-runner (local.py or dask/runner.py), recorded here. `LessonGrading.record` is the one place where
-what a runner returns becomes grades: the graded notebooks into autograded/, their feedback into
-feedback/, the scores into the course's gradebook (gradebook.py), each submission's outcome."""
+runner (local.py or dask/runner.py), recorded here. LessonGrading's `record` (what a runner
+returned), `resume` (what a stopped run recorded) and `finish` (zeros) are the only places where
+grades are written: the graded notebooks into autograded/, their feedback into feedback/, the
+scores into the course's gradebook (gradebook.py), each submission's outcome."""
 
 from __future__ import annotations
 
@@ -15,13 +16,12 @@ from typing import Callable
 
 from utils.coursedir import shown, source_notebook
 from utils.grading import gradebook
-from utils.grading.journal import Journal
+from utils.grading.fingerprint import fingerprint
+from utils.grading.journal import Journal, lesson_key
 from utils.grading.result import verdicts
 from utils.grading.settings import CACHE, CourseSettings, Options
 from utils.grading.submissions import Outcome, hash_tree, safe_preflight, submitted_students
-from utils.grading.work import TIMESTAMPS, WorkDone, lesson_files
-
-LOG_KEEP = 20000   # characters of a failed submission's grading log kept for autograde.log
+from utils.grading.work import LOG_KEEP, TIMESTAMPS, WorkDone, lesson_files
 
 
 @dataclass
@@ -52,18 +52,24 @@ class Grading:
     def journal(self) -> Journal:
         return Journal(self.root)
 
+    def decided_by(self) -> list:
+        """What, besides the code and the reference, decides a grade and its feedback: a stopped
+        run's grades are kept only where these are the same (journal.py)."""
+        o, st = self.options, self.settings
+        return [list(o.extra), o.feedback, o.show_hidden_tests, st.db_url, st.course_id]
+
 
 @dataclass
 class LessonGrading:
     """One lesson's submissions through one grading run."""
     grading: Grading
-    lesson: str
+    name: str                                       # the lesson
     notebook: str                                   # the lesson's notebook file name
     students: list[str]
     outcomes: dict[str, Outcome]
     before: dict[str, dict[str, str]]               # student -> hashes of the submitted files
-    reference: Path | None = None                   # the reference's observations (runner.prepare)
-    key: str = ""                                   # what decides its grades (journal.lesson_key)
+    reference: Path | None = None                   # the reference's observations (use_reference)
+    journal_key: str = ""                           # what decides its grades (journal.lesson_key)
     template: bytes = b""                           # the gradebook every run of it starts from
     max_score: float = 0.0
     recorded: dict[str, int] = field(default_factory=dict)   # student -> times a runner returned it
@@ -74,9 +80,22 @@ class LessonGrading:
         reason, the others are graded) and hash its files."""
         root = grading.root
         students = submitted_students(root, lesson)
-        return cls(grading, lesson, source_notebook(root, lesson).name, students,
-                   {s: safe_preflight(root, lesson, s, known) for s in students},
-                   {s: hash_tree(root / "submitted" / s / lesson) for s in students})
+        outcomes, before = {}, {}
+        for s in students:
+            outcomes[s] = safe_preflight(root, lesson, s, known)
+            try:
+                before[s] = hash_tree(root / "submitted" / s / lesson)
+            except OSError as err:   # a file the grader may not read: this submission's problem only
+                before[s] = {}
+                if outcomes[s].status == "pending":
+                    outcomes[s].zero(f"its files could not be read ({err.strerror or type(err).__name__})")
+        return cls(grading, lesson, source_notebook(root, lesson).name, students, outcomes, before)
+
+    def use_reference(self, key: str) -> None:
+        """The reference's observations, cached under `key` (its cache key) by the runner, and with
+        them what decides this lesson's grades (the journal's key)."""
+        self.reference = self.grading.root / CACHE / f"{key}.json"
+        self.journal_key = lesson_key(fingerprint(), key, self.grading.decided_by())
 
     @property
     def to_grade(self) -> list[str]:
@@ -85,24 +104,24 @@ class LessonGrading:
     def make_template(self) -> None:
         with tempfile.TemporaryDirectory(prefix="gradebook-") as tmp:
             path = Path(tmp) / "gradebook.db"
-            self.max_score = gradebook.lesson_template(self.grading.settings, self.lesson, path)
+            self.max_score = gradebook.lesson_template(self.grading.settings, self.name, path)
             self.template = path.read_bytes()
 
     def files(self) -> dict:
         """What every grading run of this lesson is made of (work.lesson_files)."""
         g = self.grading
-        return lesson_files(g.root, self.lesson, self.notebook, g.settings.course_id, self.reference,
+        return lesson_files(g.root, self.name, self.notebook, g.settings.course_id, self.reference,
                             self.template, g.options)
 
     def submission(self, student: str) -> tuple[Path, str | None]:
         """The submission's folder and the name its notebook was saved under, where not the lesson's."""
-        return self.grading.root / "submitted" / student / self.lesson, self.outcomes[student].file
+        return self.grading.root / "submitted" / student / self.name, self.outcomes[student].file
 
-    # -- recording: the one place that writes grades -------------------------------------------
+    # -- recording: record, resume and finish are the only places that write grades -------------
 
     def resume(self) -> list[str]:
         """Keep what an earlier run that stopped recorded (journal.py); the students kept."""
-        kept = self.grading.journal.kept(self.lesson, self.key, {s: self.before[s] for s in self.to_grade})
+        kept = self.grading.journal.kept(self.name, self.journal_key, {s: self.before[s] for s in self.to_grade})
         for s, result in kept.items():
             self._take(self.outcomes[s], result)
             self.outcomes[s].notes.append("graded and recorded by an earlier run that stopped; kept, not graded again")
@@ -124,30 +143,30 @@ class LessonGrading:
             self.recorded[s] = self.recorded.get(s, 0) + 1
             if self.recorded[s] == 1:
                 first.append(s)
-        graded = [s for s in first if done.graded(s)]
-        if graded:
+        finished = [s for s in first if done.graded(s)]
+        if finished:
             with tempfile.TemporaryDirectory(prefix="graded-") as tmp:
                 (Path(tmp) / "gradebook.db").write_bytes(done.gradebook)
-                gradebook.merge(f"sqlite:///{Path(tmp) / 'gradebook.db'}", g.settings, self.lesson, graded)
+                gradebook.merge(f"sqlite:///{Path(tmp) / 'gradebook.db'}", g.settings, self.name, finished)
         for s in first:
-            if s not in graded:
+            if s not in finished:
                 self.outcomes[s].zero(done.reason(s, g.options.watchdog))
-                g.run.logs[f"{self.lesson}/{s}"] = done.log[-LOG_KEEP:]
+                g.run.logs[f"{self.name}/{s}"] = done.log[-LOG_KEEP:]
                 continue
             self._files(s, done)
             self._take(self.outcomes[s], done.results[s])
-            g.journal.add(self.lesson, self.key, s, self.before[s], done.results[s])
-        if done.feedback_problem and graded:
-            g.run.failures.append(f"{self.lesson}: feedback for {len(graded)} submission(s) "
-                                  f"({', '.join(map(shown, graded[:3]))}{'...' if len(graded) > 3 else ''}): "
+            g.journal.add(self.name, self.journal_key, s, self.before[s], done.results[s])
+        if done.feedback_problem and finished:
+            g.run.failures.append(f"{self.name}: feedback for {len(finished)} submission(s) "
+                                  f"({', '.join(map(shown, finished[:3]))}{'...' if len(finished) > 3 else ''}): "
                                   f"{done.feedback_problem}")
-            g.run.logs[f"{self.lesson}/feedback"] = done.log[-LOG_KEEP:]
+            g.run.logs[f"{self.name}/feedback"] = done.log[-LOG_KEEP:]
 
     def _files(self, student: str, done: WorkDone) -> None:
         root = self.grading.root
         for folder, files in ((root / "autograded", done.notebooks[student]),
                               (root / "feedback", done.feedback.get(student, {}))):
-            dest = folder / student / self.lesson
+            dest = folder / student / self.name
             shutil.rmtree(dest, ignore_errors=True)
             if folder.name == "feedback" and not files:
                 continue
@@ -155,7 +174,7 @@ class LessonGrading:
             for name, data in files.items():
                 (dest / Path(name).name).write_bytes(data)
             for name in TIMESTAMPS:   # nbgrader's feedback and release read them: the originals
-                kept = root / "submitted" / student / self.lesson / name
+                kept = root / "submitted" / student / self.name / name
                 if kept.is_file() and not kept.is_symlink():
                     shutil.copyfile(kept, dest / name)
 
@@ -174,11 +193,15 @@ class LessonGrading:
             if out.status == "pending":   # never returned by the runner: it says why in its log
                 out.zero("no grading run returned it; see autograde.log")
             if out.status != "graded":
-                gradebook.record_zero(self.grading.settings, self.lesson, s)
+                gradebook.record_zero(self.grading.settings, self.name, s)
                 out.score, out.max_score = 0.0, self.max_score
-                shutil.rmtree(root / "autograded" / s / self.lesson, ignore_errors=True)
-                shutil.rmtree(root / "feedback" / s / self.lesson, ignore_errors=True)
-            if hash_tree(root / "submitted" / s / self.lesson) != self.before[s]:
+                shutil.rmtree(root / "autograded" / s / self.name, ignore_errors=True)
+                shutil.rmtree(root / "feedback" / s / self.name, ignore_errors=True)
+            try:
+                after = hash_tree(root / "submitted" / s / self.name)
+            except OSError:
+                after = None
+            if after != self.before[s] and self.before[s]:
                 out.notes.append("WARNING: the files in submitted/ changed while grading")
 
     def report(self) -> None:
@@ -188,9 +211,4 @@ class LessonGrading:
             g.run.outcomes.append(self.outcomes[s])
             g.say(self.outcomes[s].line())
         g.run.submissions += len(self.students)
-        g.run.lessons.append(self.lesson)
-
-
-def reference_path(root: Path, key: str) -> Path:
-    """Where a lesson's reference observations are cached, under their key."""
-    return Path(root) / CACHE / f"{key}.json"
+        g.run.lessons.append(self.name)

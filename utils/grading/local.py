@@ -11,13 +11,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Iterator
 
 from utils.coursedir import ToolError, source_notebook
-from utils.grading.fingerprint import fingerprint
-from utils.grading.journal import lesson_key
 from utils.grading.lesson import Grading, LessonGrading
 from utils.grading.reference import ReferenceRefused, cache_key, reference_for
 from utils.grading.settings import CACHE
-from utils.grading.work import WorkDone, grade_in_folder
-from utils.sandbox.command import THREAD_VARS
+from utils.grading.steps.verdicts import one_line
+from utils.grading.work import WorkDone, grade_in_folder, kernel_threads
 
 
 def cpu_slots(workers: int) -> "queue.Queue | None":
@@ -42,21 +40,19 @@ class LocalRunner:
     def prepare(self, lesson: LessonGrading) -> None:
         """The reference run (or its cache) on this machine."""
         root = lesson.grading.root
-        src = source_notebook(root, lesson.lesson)
+        src = source_notebook(root, lesson.name)
         try:
             reference_for(src, root / CACHE)
         except ReferenceRefused as err:
             raise ToolError(str(err)) from None
-        key = cache_key(src)
-        lesson.reference = root / CACHE / f"{key}.json"
-        lesson.key = lesson_key(fingerprint(), key, lesson.grading.options.extra)
+        lesson.use_reference(cache_key(src))
 
     def run(self, lesson: LessonGrading, students: list[str]) -> Iterator[WorkDone]:
         chunks = [c for c in (students[i::self.workers] for i in range(min(self.workers, len(students)))) if c]
-        # parallel kernels share the cores: each gets its share of threads, and each work folder
-        # runs on cores of its own when there are enough of them
-        share = str(max(1, (os.cpu_count() or 1) // max(1, len(chunks))))
-        env = {v: share for v in THREAD_VARS if v not in os.environ} if len(chunks) > 1 else {}
+        # parallel kernels share the cores: each gets its share of threads (unless the instructor
+        # set them), and each work folder runs on cores of its own when there are enough of them
+        share = kernel_threads(len(chunks)) if len(chunks) > 1 else {}
+        env = {v: n for v, n in share.items() if v not in os.environ}
         slots, files = cpu_slots(len(chunks)), lesson.files()
         hide = [str(lesson.grading.root)]   # the course folder, hidden from the kernels too
 
@@ -64,6 +60,9 @@ class LocalRunner:
             cpus = slots.get() if slots is not None else None
             try:
                 return grade_in_folder(files, {s: lesson.submission(s) for s in chunk}, env=env, cpus=cpus, hide=hide)
+            except Exception as err:  # noqa: BLE001 - a submission's files that cannot be copied, say
+                why = f"its work folder could not be made ({type(err).__name__}: {one_line(err)})"
+                return WorkDone(lesson.name, sorted(chunk), failed={s: why for s in chunk})
             finally:
                 if slots is not None:
                     slots.put(cpus)

@@ -161,10 +161,10 @@ def reference_for(source: Path, cache_dir: Path, timeout: int = 300) -> Referenc
     return ref
 
 
-def check_gradebook(ref: Reference, db_url: str, lesson: str, notebook: str) -> None:
+def check_gradebook(ref: Reference, db_url: str, lesson: str, notebook: str, course_id: str) -> None:
     """Each graded cell of the reference must be the one the gradebook was built with (where it has it)."""
     differ = []
-    with Gradebook(db_url) as gb:
+    with Gradebook(db_url, course_id) as gb:
         for gid, source in ref.sources.items():
             try:
                 saved = gb.find_source_cell(gid, notebook, lesson).source

@@ -12,9 +12,9 @@ notebook's outputs or parsed out of a log.
      "score": points, "max_score": points, "late_penalty": points,
      "reason": ""}                             # why it was not graded; then nothing else counts
 
-It lies in the course folder's .grading-cache/results/LESSON/STUDENT/NOTEBOOK.json, which no
-kernel sees; a runner grades in a fresh folder, so no file of an earlier run is ever taken for
-this one's.
+It lies in .grading-cache/results/LESSON/STUDENT/NOTEBOOK.json of the folder nbgrader graded in,
+which no kernel sees: for a grading run, a fresh work folder (work.py) removed once the result is
+read, so no file of an earlier run is ever taken for this one's.
 """
 
 from __future__ import annotations
@@ -59,13 +59,3 @@ def graded(result: dict | None) -> bool:
 def verdicts(result: dict) -> dict[str, tuple[bool, str]]:
     return {gid: (bool(v[0]), str(v[1])) for gid, v in result.get("verdicts", {}).items()}
 
-
-def results_of(root: Path, lesson: str, student: str) -> dict[str, dict]:
-    """{notebook: result} of every notebook of one submission graded in course folder `root`."""
-    folder = Path(root) / CACHE / RESULTS / lesson / student
-    found = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        data = read_result(path)
-        if data is not None:
-            found[path.stem] = data
-    return found

@@ -38,26 +38,25 @@ def grade_lesson(grading: Grading, runner: Runner, lesson: str, known) -> None:
                      cwd=root, check=False)
     if built.rc != 0:
         raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{built.log[-3000:]}")
-    graded = LessonGrading.plan(grading, lesson, known)
-    runner.prepare(graded)
-    graded.make_template()
-    kept = graded.resume()
+    this = LessonGrading.plan(grading, lesson, known)
+    runner.prepare(this)
+    this.make_template()
+    kept = this.resume()
     if kept:
         grading.say(f"{lesson}: {len(kept)} submission(s) recorded by an earlier run that stopped are kept "
                     f"(the gradebook holds them); not graded again")
-    for done in runner.run(graded, graded.to_grade):
-        graded.record(done)
-    graded.finish()
-    graded.report()
+    for done in runner.run(this, this.to_grade):
+        this.record(done)
+    this.finish()
+    this.report()
     grading.run.lesson_seconds[lesson] = time.perf_counter() - start
-    grading.say(f"{lesson}: graded {len(graded.students)} submission(s) in {grading.run.lesson_seconds[lesson]:.1f} s "
-                f"with {min(runner.workers, len(graded.students))} worker(s)")
+    grading.say(f"{lesson}: graded {len(this.students)} submission(s) in {grading.run.lesson_seconds[lesson]:.1f} s "
+                f"with {min(runner.workers, len(this.students))} worker(s)")
 
 
 def write_export(grading: Grading) -> None:
+    """grades.csv (grade_lessons removed any earlier one before grading began)."""
     csv = grading.root / "grades.csv"
-    if csv.is_file():
-        csv.unlink()   # a stale file must not pass for this run's export
     run = nbgrader(["export", "--to", str(csv), f"--CourseDirectory.db_url={grading.settings.db_url}"],
                    cwd=grading.root, check=False)
     if run.rc == 0 and csv.exists():

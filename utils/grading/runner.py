@@ -15,8 +15,8 @@ class Runner(Protocol):
     workers: int   # submissions it grades at once (for the lesson's summary line)
 
     def prepare(self, lesson: LessonGrading) -> None:
-        """Before anything is graded: the reference's observations (lesson.reference) and what
-        decides the grades (lesson.key); a submission it cannot carry scores 0 (outcome.zero)."""
+        """Before anything is graded: the reference's observations, cached and given to
+        lesson.use_reference; a submission it cannot carry scores 0 (outcome.zero)."""
 
     def run(self, lesson: LessonGrading, students: list[str]) -> Iterator[WorkDone]:
         """Grade `students`, yielding each run's WorkDone as it finishes (the caller records it).

@@ -14,7 +14,7 @@ from utils.coursedir import ToolError
 from utils.sandbox.limits import limits_not_enforced
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 
-CACHE = ".grading-cache"   # the reference runs, the results, the journal: never seen by a kernel
+CACHE = ".grading-cache"   # the reference runs, the journal (and in a work folder its results): no kernel sees it
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
 # sum of the per-cell limits a real lesson needs; only a grader stuck outside any cell reaches it.
 DEFAULT_WATCHDOG = 1800
@@ -26,12 +26,6 @@ class CourseSettings:
     db_url: str
     sandbox: bool = True        # SandboxKernelManager.enabled
     bwrap: str = "bwrap"        # SandboxKernelManager.bwrap
-
-    @property
-    def sqlite_path(self) -> Path | None:
-        if self.db_url.startswith("sqlite:///"):
-            return Path(self.db_url[len("sqlite:///"):])
-        return None
 
 
 def course_settings(root: Path, db_url: str | None = None) -> CourseSettings:
@@ -57,9 +51,6 @@ class Options:
     @classmethod
     def of(cls, cell_timeout: float | None = None, **kwargs) -> "Options":
         return cls([f"--Execute.timeout={int(cell_timeout)}"] if cell_timeout else [], **kwargs)
-
-    def feedback_args(self) -> list[str]:
-        return ["--HideHiddenTests.enabled=False"] if self.show_hidden_tests else []
 
 
 def require_sandbox(settings: CourseSettings) -> None:

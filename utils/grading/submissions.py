@@ -95,12 +95,30 @@ def _find_notebook(out: Outcome, folder: Path, nb_name: str, known, refused: dic
     return None
 
 
+PATTERN = frozenset("*?[]")   # nbgrader reads a student id as a glob pattern
+
+
+def _unusable_folder(root: Path, lesson: str, student: str) -> str | None:
+    """Why the submission's folder cannot be graded as it is, or None."""
+    if PATTERN & set(student):
+        return (f"the student id {shown(student)} holds a character nbgrader reads as a pattern "
+                f"({' '.join(sorted(PATTERN & set(student)))}): rename the folder under submitted/")
+    base = Path(root) / "submitted" / student
+    for folder, where in ((base, shown(student)), (base / lesson, f"{shown(student)}/{lesson}")):
+        if folder.is_symlink():
+            return f"submitted/{where} is a symbolic link; only regular folders are graded"
+    return None
+
+
 def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
     """Look at a submission before grading: is the notebook there, a regular file, readable, of this
     lesson? Also notes deleted, edited or duplicated cells (nbgrader repairs those while grading)."""
     known = known or lesson_ids(root)
     out = Outcome(lesson, student)
     folder = Path(root) / "submitted" / student / lesson
+    unusable = _unusable_folder(root, lesson, student)
+    if unusable:
+        return out.zero(unusable)
     nb_name, ids = known[lesson]
     path = _find_notebook(out, folder, nb_name, known, _irregular(folder))
     if path is None:
@@ -189,9 +207,12 @@ def regular_files(folder: Path) -> list[Path]:
 
 
 def hash_tree(folder: Path) -> dict[str, str]:
-    """{path inside `folder`: sha256} of every regular file (a submission before and after grading)."""
+    """{path inside `folder`: sha256} of every regular file (a submission before and after
+    grading); nothing behind a link, the folder's own included."""
+    if Path(folder).is_symlink() or Path(folder).parent.is_symlink():
+        return {}
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+            for p in regular_files(folder)}
 
 
 def copy_submission(src: Path, dest: Path, rename: str | None, nb_name: str) -> None:

@@ -8,6 +8,7 @@ run's small gradebook, its log. The folder is removed before returning."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 import time
@@ -18,8 +19,26 @@ from utils.coursedir import log_tail, nbgrader
 from utils.grading.result import graded, read_result, result_path
 from utils.grading.settings import CACHE
 from utils.grading.submissions import copy_submission, regular_files
+from utils.sandbox.command import THREAD_VARS
 
 TIMESTAMPS = ("timestamp.txt", "submission_secret.txt")   # nbgrader's feedback and late penalty read them
+RUN_LOG_KEEP = 200000   # characters of a run's nbgrader log kept (its head and tail are bounded as it runs)
+LOG_KEEP = 20000        # of those, per submission that failed, for autograde.log
+KERNEL_THREADS_ENV = "COURSE_KERNEL_THREADS"   # the kernels' library threads, instead of the split
+
+
+def kernel_threads(at_once: int, environ=None) -> dict[str, str]:
+    """The numeric libraries' threads (OpenMP, MKL, OpenBLAS, numexpr) of each kernel where
+    `at_once` submissions are graded at once: the cores this process may use split between them,
+    or COURSE_KERNEL_THREADS where the environment sets it."""
+    environ = os.environ if environ is None else environ
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    chosen = environ.get(KERNEL_THREADS_ENV, "").strip()
+    n = int(chosen) if chosen.isdigit() and int(chosen) > 0 else max(1, cores // max(1, at_once))
+    return {v: str(n) for v in THREAD_VARS}
 
 
 def pack(folder: Path) -> dict[str, bytes]:
@@ -131,12 +150,12 @@ def _feedback(work: Path, files: dict, done: WorkDone, args: list[str], env: dic
     done.feedback_seconds = time.perf_counter() - start
     if run.rc != 0:
         done.feedback_problem = f"nbgrader generate_feedback failed (exit {run.rc}):\n{log_tail(run.log)}"
-        done.log += f"\n===== feedback\n{run.log[-20000:]}"
+        done.log += f"\n===== feedback\n{run.log[-LOG_KEEP:]}"
+    page = f"{Path(files['notebook']).stem}.html"   # nbgrader also copies there any file the student sent
     for s in students:
-        folder = work / "feedback" / s / lesson
-        if folder.is_dir():
-            done.feedback[s] = {p.name: p.read_bytes() for p in folder.glob("*.html")
-                                if p.is_file() and not p.is_symlink()}
+        html = work / "feedback" / s / lesson / page
+        if html.is_file() and not html.is_symlink():
+            done.feedback[s] = {page: html.read_bytes()}
 
 
 def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, cpus=None,
@@ -156,11 +175,11 @@ def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, 
         hidden = [f"--SandboxKernelManager.hidden={folder}" for folder in hide]
         run = nbgrader(["autograde", lesson, "--force", *course, *hidden, *options["extra"]], cwd=work, check=False,
                        timeout=options["watchdog"] * len(submissions), env_extra=env, cpus=cpus)
-        done.rc, done.log, done.killed = run.rc, run.log[-200000:], run.killed
+        done.rc, done.log, done.killed = run.rc, run.log[-RUN_LOG_KEEP:], run.killed
         _collect(work, files, done)
         if options["feedback"]:
-            _feedback(work, files, done, [*course, *(["--HideHiddenTests.enabled=False"]
-                                                     if options["show_hidden_tests"] else [])], env or {}, cpus)
+            shown = ["--HideHiddenTests.enabled=False"] if options["show_hidden_tests"] else []
+            _feedback(work, files, done, [*course, *shown], env or {}, cpus)
         done.gradebook = (work / "gradebook.db").read_bytes() if done.notebooks else b""
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -24,8 +24,6 @@ def well_formed_message(msg) -> bool:
 class WellFormedChannel(AsyncZMQSocketChannel):
     """An asyncio channel whose get_msg returns well-formed messages only, within the same timeout."""
 
-    dropped = 0
-
     async def get_msg(self, timeout: float | None = None) -> dict:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -40,4 +38,3 @@ class WellFormedChannel(AsyncZMQSocketChannel):
                 msg = None
             if well_formed_message(msg):
                 return msg
-            self.dropped += 1

@@ -1,6 +1,7 @@
-"""What travels with a task (the workers share no disk with the grader): for the reference's key
-and run, the lesson's config and source/ folder; for a submission, everything its work folder is
-made of (work.lesson_files) and the submission's regular files, at most SUBMISSION_LIMIT bytes."""
+"""What the reference's tasks carry (the workers share no disk with the grader): the lesson's config
+and source/ folder, and the course folder a worker makes of them; and the limit on a submission's
+files, which its grading task carries packed (work.pack) with what its work folder is made of
+(work.lesson_files)."""
 
 from __future__ import annotations
 

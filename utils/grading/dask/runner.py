@@ -16,9 +16,7 @@ from utils.grading.dask.address import CONNECT_TIMEOUT, address_problem, one_lin
 from utils.grading.dask.payload import SUBMISSION_LIMIT, lesson_spec, tree_size
 from utils.grading.dask.worker_check import PLUGIN, WorkerCheck, refusal
 from utils.grading.fingerprint import fingerprint
-from utils.grading.journal import lesson_key
 from utils.grading.lesson import Grading, LessonGrading
-from utils.grading.settings import CACHE
 from utils.grading.work import WorkDone, pack
 
 try:   # only a cluster run needs them (requirements-instructor.txt); connect says so in one line
@@ -167,7 +165,7 @@ class DaskRunner:
     # -- prepare: the workers' check, the reference's key and run ------------------------------
 
     def prepare(self, lesson: LessonGrading) -> None:
-        self._guarded(lesson.lesson, self._prepare, lesson)
+        self._guarded(lesson.name, self._prepare, lesson)
 
     def _prepare(self, lesson: LessonGrading) -> None:
         g, self.progress = lesson.grading, (0, 0)
@@ -178,13 +176,12 @@ class DaskRunner:
                 lesson.outcomes[s].zero(f"its files hold {size / 2**20:.0f} MiB, more than the "
                                         f"{SUBMISSION_LIMIT / 2**20:.0f} MiB a grading task on the cluster carries "
                                         f"(utils.grading.dask.payload.SUBMISSION_LIMIT)")
-        spec, token = lesson_spec(g.root, lesson.lesson), uuid.uuid4().hex[:8]
-        spec.update(self._key(lesson.lesson, spec, token))   # the key as a worker computes it (its libraries)
-        self.keys[lesson.lesson] = {k: spec[k] for k in ("key", "libraries", "keyed_by")}
-        lesson.reference = g.root / CACHE / f"{spec['key']}.json"
-        lesson.key = lesson_key(fingerprint(), spec["key"], g.options.extra)
+        spec, token = lesson_spec(g.root, lesson.name), uuid.uuid4().hex[:8]
+        spec.update(self._key(lesson.name, spec, token))   # the key as a worker computes it (its libraries)
+        self.keys[lesson.name] = {k: spec[k] for k in ("key", "libraries", "keyed_by")}
+        lesson.use_reference(spec["key"])
         info = self._reference(lesson, spec, token)
-        self.say(f"{lesson.lesson}: reference solution {'run' if info['ran'] else 'found in the cache'} on "
+        self.say(f"{lesson.name}: reference solution {'run' if info['ran'] else 'found in the cache'} on "
                  f"{info['worker']} ({info['seconds']:.1f} s)")
 
     def _check_workers(self, g: Grading) -> None:
@@ -220,20 +217,20 @@ class DaskRunner:
             info = {"key": spec["key"], "ran": False, "kernel_seconds": 0.0, "seconds": 0.0,
                     "worker": "the grader's .grading-cache/"}
         else:
-            future = self.client.submit(task("reference_task"), spec, key=f"reference-{lesson.lesson}-{token}")
+            future = self.client.submit(task("reference_task"), spec, key=f"reference-{lesson.name}-{token}")
             try:
                 info = future.result()
             except Exception as err:  # noqa: BLE001 - refused reference, mismatch, or its workers died
                 if not self.connected() or type(err).__name__ in CANCELLED:
                     raise
-                raise ToolError(f"{lesson.lesson}: the reference run on the cluster failed: {err}") from None
+                raise ToolError(f"{lesson.name}: the reference run on the cluster failed: {err}") from None
             finally:
                 future.release()
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_name(f"{cached.name}.{token}.tmp")
             tmp.write_bytes(info.pop("json"))
             tmp.replace(cached)
-        self.references[lesson.lesson] = info
+        self.references[lesson.name] = info
         return info
 
     # -- run: one task per submission, never more out than the cluster has threads ------------
@@ -244,19 +241,26 @@ class DaskRunner:
         every task it is given at once, and counts a task held by a worker that dies as a try, so a
         task waits here until a thread can run it. A cluster left with no worker for WORKER_WAIT s,
         or a scheduler lost, stops it in one line (ToolError)."""
-        files, key, token = lesson.files(), self.keys[lesson.lesson], uuid.uuid4().hex[:8]
+        files, key, token = lesson.files(), self.keys[lesson.name], uuid.uuid4().hex[:8]
         self.progress = (0, len(students))
-        self.say(f"{lesson.lesson}: {len(students)} submission(s) to grade")
+        self.say(f"{lesson.name}: {len(students)} submission(s) to grade")
 
         def submit(student: str):
             folder, rename = lesson.submission(student)   # read when sent: one lesson's tasks in flight at most
-            return self.client.submit(task("grade_task"), files, key, student, pack(folder), rename,
-                                      key=f"grade-{lesson.lesson}-{student}-{token}")
+            try:
+                files_of_student = pack(folder)
+            except OSError as err:   # a file the grader may not read: this submission's problem only
+                return WorkDone(lesson.name, [student], failed={student: (
+                    f"its files could not be read to send ({err.strerror or type(err).__name__})")})
+            return self.client.submit(task("grade_task"), files, key, student, files_of_student, rename,
+                                      key=f"grade-{lesson.name}-{student}-{token}")
 
-        flight = _Flight(self, lesson.lesson, list(students), submit)
-        while flight.todo or flight.futures:
-            for f in self._guarded(lesson.lesson, flight.step):
-                yield self._guarded(lesson.lesson, self._finished, lesson, flight, f)
+        flight = _Flight(self, lesson.name, list(students), submit)
+        while flight.todo or flight.futures or flight.unsent:
+            for f in self._guarded(lesson.name, flight.step):
+                yield self._guarded(lesson.name, self._finished, lesson, flight, f)
+            while flight.unsent:
+                yield self._unsent(lesson, flight, flight.unsent.pop(0))
 
     def _finished(self, lesson: LessonGrading, flight: "_Flight", f) -> WorkDone:
         """What one finished task (a Dask future) returned, and the progress line. A submission
@@ -265,18 +269,18 @@ class DaskRunner:
         student = flight.futures.pop(f)
         if f.status == "finished":
             done = WorkDone(**f.result())
-            self._count(lesson.lesson, student, done, flight.seen.get(f.key, set()), self._suspicious(f.key))
+            self._count(lesson.name, student, done, flight.seen.get(f.key, set()), self._suspicious(f.key))
             what = f"{'graded' if done.graded(student) else 'FAILED'} on {done.worker} in {done.seconds:.0f} s"
         else:
             err = f.exception() if f.status == "error" else None
             if not isinstance(err, KilledWorker):
                 if f.status == "cancelled" or not self.connected():   # the client cancels all when it loses the scheduler
-                    raise self.lost(lesson.lesson, err)
+                    raise self.lost(lesson.name, err)
                 flight.cancel()
-                raise ToolError(f"{lesson.lesson} {shown(student)}: grading on the cluster stopped: "
+                raise ToolError(f"{lesson.name} {shown(student)}: grading on the cluster stopped: "
                                 f"{err if err is not None else f'the task was {f.status} (the scheduler went away?)'}. "
                                 f"The submissions recorded so far are kept; grade again for the rest.")
-            done = WorkDone(lesson.lesson, [student], log=str(err), failed={student: (
+            done = WorkDone(lesson.name, [student], log=str(err), failed={student: (
                 f"its grading killed every worker it was sent to ({err.allowed_failures + 1}, the last "
                 f"{err.last_worker.address}; the scheduler's allowed-failures is {err.allowed_failures}); its code "
                 f"may have killed them (memory?): see those workers' logs")})
@@ -285,7 +289,16 @@ class DaskRunner:
         flight.failed += not done.graded(student)
         self.progress = (flight.returned, flight.total)
         self.say(f"  [{flight.returned}/{flight.total} done, {len(flight.futures)} running, {flight.failed} failed] "
-                 f"{lesson.lesson} {shown(student)}: {escaped(what)}")
+                 f"{lesson.name} {shown(student)}: {escaped(what)}")
+        return done
+
+    def _unsent(self, lesson: LessonGrading, flight: "_Flight", done: WorkDone) -> WorkDone:
+        """A submission that never left the grader (its files unreadable), and its progress line."""
+        flight.returned += 1
+        flight.failed += 1
+        self.progress = (flight.returned, flight.total)
+        self.say(f"  [{flight.returned}/{flight.total} done, {len(flight.futures)} running, {flight.failed} failed] "
+                 f"{lesson.name} {shown(done.students[0])}: FAILED: {escaped(done.reason(done.students[0], 0))}")
         return done
 
     def _suspicious(self, key: str) -> int:
@@ -318,6 +331,7 @@ class _Flight:
     todo: list[str]
     submit: object
     futures: dict = field(default_factory=dict)          # future -> student
+    unsent: list = field(default_factory=list)           # WorkDone of submissions that could not be sent
     seen: dict = field(default_factory=dict)             # task key -> workers it was seen on
     returned: int = 0
     failed: int = 0
@@ -325,11 +339,11 @@ class _Flight:
     started: float = field(default_factory=time.monotonic)
     last: float = field(default_factory=time.monotonic)
     no_worker_since: float | None = None
-    done: object = None                                  # distributed.as_completed
+    arrivals: object = None                              # distributed.as_completed
 
     def __post_init__(self):
         self.total = len(self.todo)
-        self.done = as_completed(loop=self.runner.client.loop)
+        self.arrivals = as_completed(loop=self.runner.client.loop)
 
     def step(self) -> list:
         """Send what free threads can take; the futures finished within POLL s (maybe none)."""
@@ -341,12 +355,15 @@ class _Flight:
         while self.todo and len(self.futures) < max(1, threads):
             student = self.todo.pop(0)
             f = self.submit(student)
+            if isinstance(f, WorkDone):
+                self.unsent.append(f)
+                continue
             self.futures[f] = student
-            self.done.add(f)
+            self.arrivals.add(f)
         deadline = time.monotonic() + POLL
-        while not self.done.has_ready() and time.monotonic() < deadline:
+        while self.futures and not self.arrivals.has_ready() and time.monotonic() < deadline:
             time.sleep(0.05)
-        finished = self.done.next_batch(block=False)
+        finished = self.arrivals.next_batch(block=False)
         self._watch(finished)
         return finished
 

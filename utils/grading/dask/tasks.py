@@ -7,7 +7,6 @@ course's tools. Every task refuses, in one line, on a worker the grader's check 
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import tempfile
 import time
@@ -22,27 +21,7 @@ from utils.grading.dask.worker_check import refusal, worker_label
 from utils.grading.fingerprint import library_versions
 from utils.grading.reference import notebook_key, reference_for
 from utils.grading.settings import CACHE
-from utils.grading.work import grade_in_folder
-from utils.sandbox.command import THREAD_VARS
-
-KERNEL_THREADS_ENV = "COURSE_KERNEL_THREADS"   # a worker's kernels' library threads, instead of the split
-
-
-def kernel_threads(nthreads: int, environ=None) -> dict[str, str]:
-    """The numeric libraries' threads (OpenMP, MKL, OpenBLAS, numexpr) of each kernel on a worker
-    that grades `nthreads` submissions at once: its cores split between them, or
-    COURSE_KERNEL_THREADS where the worker's environment sets it. Always given to the kernel
-    explicitly: Dask's nanny sets OMP/MKL/OPENBLAS_NUM_THREADS to 1 in its worker's environment
-    (distributed.nanny.pre-spawn-environ), which every kernel would otherwise inherit."""
-    environ = os.environ if environ is None else environ
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    chosen = environ.get(KERNEL_THREADS_ENV, "").strip()
-    n = int(chosen) if chosen.isdigit() and int(chosen) > 0 else max(1, cores // max(1, nthreads))
-    return {v: str(n) for v in THREAD_VARS}
-
+from utils.grading.work import grade_in_folder, kernel_threads
 
 def _checked_worker():
     worker = get_worker()
@@ -105,6 +84,8 @@ def grade_task(files: dict, key: dict, student: str, submission: dict[str, bytes
     to the grader's files. Returns the WorkDone as plain data, with who graded it."""
     worker = _checked_worker()
     _same_key(key, files["source"][files["notebook"]], worker)
+    # always given explicitly: Dask's nanny sets OMP/MKL/OPENBLAS_NUM_THREADS to 1 for its worker
+    # (distributed.nanny.pre-spawn-environ), which every kernel would otherwise inherit
     env = {**kernel_threads(getattr(worker.state, "nthreads", 1) or 1), "COURSE_TOOLS": str(REPO)}
     done = grade_in_folder(files, {student: (submission, rename)}, env=env)
     done.worker, done.address = worker_label(worker), worker.address

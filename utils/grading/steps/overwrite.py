@@ -9,6 +9,7 @@ submission may carry in its metadata (base.py).
 
 from __future__ import annotations
 
+from nbgrader.api import GradeCell, MissingEntry
 from nbgrader.preprocessors import OverwriteCells
 
 from utils.grading.steps.base import add_note, reset_notes
@@ -32,8 +33,6 @@ class SafeOverwriteCells(OverwriteCells):
     def _restore_roles(self, cell) -> None:
         """A cell's role as the gradebook has it: nbgrader restores a locked cell's source, but a
         solution cell turned into a graded one lost the whole submission (KeyError 'points')."""
-        from nbgrader.api import GradeCell, MissingEntry
-
         meta = cell.get("metadata", {}).get("nbgrader")
         gid = meta.get("grade_id") if meta else None
         if not gid:

@@ -23,10 +23,11 @@ class ReferenceObservations(NbGraderPreprocessor):
     timeout = Integer(300, help="Seconds one cell of the reference may run").tag(config=True)
 
     def preprocess(self, nb, resources):
-        root = Path(CourseDirectory(config=self.config).root)
-        info = resources["nbgrader"]
+        course = CourseDirectory(config=self.config)
+        root, info = Path(course.root), resources["nbgrader"]
         ref = reference_for(source_notebook(root, info["assignment"]),
                             Path(self.cache_dir or root / ".grading-cache"), self.timeout)
-        check_gradebook(ref, info["db_url"], info["assignment"], info["notebook"])
+        check_gradebook(ref, info["db_url"], info["assignment"], info["notebook"],
+                        course.course_id or "default_course")
         resources[RESOURCE_KEY] = ref
         return nb, resources

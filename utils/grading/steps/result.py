@@ -32,7 +32,7 @@ class WriteResult(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        with Gradebook(info["db_url"]) as gb:
+        with Gradebook(info["db_url"], CourseDirectory(config=self.config).course_id or "default_course") as gb:
             saved = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
             score, max_score, penalty = saved.score, saved.max_score, saved.late_submission_penalty
         write_result(_path(self, resources), {
