@@ -67,7 +67,7 @@ class LessonGrading:
     notebook: str                                   # the lesson's notebook file name
     students: list[str]
     outcomes: dict[str, Outcome]
-    before: dict[str, dict[str, str]]               # student -> hashes of the submitted files
+    before: dict[str, dict[str, str] | None]        # student -> hashes of the submitted files (None: unreadable)
     reference: Path | None = None                   # the reference's observations (use_reference)
     journal_key: str = ""                           # what decides its grades (journal.lesson_key)
     template: bytes = b""                           # the gradebook every run of it starts from
@@ -86,7 +86,7 @@ class LessonGrading:
             try:
                 before[s] = hash_tree(root / "submitted" / s / lesson)
             except OSError as err:   # a file the grader may not read: this submission's problem only
-                before[s] = {}
+                before[s] = None
                 if outcomes[s].status == "pending":
                     outcomes[s].zero(f"its files could not be read ({err.strerror or type(err).__name__})")
         return cls(grading, lesson, source_notebook(root, lesson).name, students, outcomes, before)
@@ -201,7 +201,7 @@ class LessonGrading:
                 after = hash_tree(root / "submitted" / s / self.name)
             except OSError:
                 after = None
-            if after != self.before[s] and self.before[s]:
+            if self.before[s] is not None and after != self.before[s]:
                 out.notes.append("WARNING: the files in submitted/ changed while grading")
 
     def report(self) -> None:

@@ -212,7 +212,7 @@ def hash_tree(folder: Path) -> dict[str, str]:
     if Path(folder).is_symlink() or Path(folder).parent.is_symlink():
         return {}
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in regular_files(folder)}
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
 def copy_submission(src: Path, dest: Path, rename: str | None, nb_name: str) -> None:
