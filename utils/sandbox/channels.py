@@ -28,12 +28,10 @@ class WellFormedChannel(AsyncZMQSocketChannel):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not await self.socket.poll(None if left is None else int(left * 1000)):
-                raise Empty
-            frames = await self.socket.recv_multipart()
-            try:
-                _, parts = self.session.feed_identities(frames)
-                msg = self.session.deserialize(parts)
+            try:   # the frames are taken off the socket before they are deserialized
+                msg = await super().get_msg(left)
+            except Empty:
+                raise
             except Exception:  # noqa: BLE001 - frames a kernel made up: dropped like any malformed one
                 msg = None
             if well_formed_message(msg):
