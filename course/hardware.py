@@ -2,9 +2,11 @@
 
 Every figure is the dense one (spec sheets often print the 2:4-sparse figure, twice as large)
 and carries its source. Units are in the field names so a slip shows at the call site.
-Bandwidths are decimal (a datasheet's GB/s is 1e9 bytes/s); memory capacities are binary, as the
-memory is built (an "80GB" A100 reports 81,920 MiB = 80 GiB), with no reserve taken off: the
-driver, the CUDA context and a serving engine each hold back some of it.
+Bandwidths are decimal (a datasheet's GB/s is 1e9 bytes/s). A capacity is the datasheet's figure
+read as GiB, the binary size the memory is built in ("80GB" as 80 GiB), with no reserve taken off:
+the driver, the CUDA context and a serving engine each hold back some of it. That is what an A100
+80GB reports (81,920 MiB); other cards report somewhat less than their entry, so for them it is an
+upper bound. The H200 is the exception: its "141GB" is entered as the about 140 GiB it reports.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class Accelerator:
     name: str
     peak_flops_per_s: dict[str, float]  # dense peak by dtype, e.g. {"bf16": 989e12}
     bandwidth_bytes_per_s: float  # main-memory (HBM/GDDR/DRAM) bandwidth
-    memory_bytes: float  # main-memory capacity in bytes, binary as the card has it (80 GiB)
+    memory_bytes: float  # main-memory capacity in bytes: the datasheet's GB read as GiB (see above)
     source: str  # where the figures come from
     l2_cache_bytes: float | None = None  # last-level on-chip cache, where published
     measured: bool = False  # True when the figures were measured on this machine, not looked up
@@ -54,7 +56,7 @@ def _require_positive(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
-# Dense figures from the vendors' datasheets; capacities in GiB, as the memory is built and reported.
+# Dense figures from the vendors' datasheets; capacities the datasheet's GB read as GiB (module docstring).
 # bf16 and fp16 share a tensor-core rate on all of these, so one "bf16" key serves both.
 CATALOG: dict[str, Accelerator] = {
     a.name: a

@@ -58,6 +58,9 @@ PRESETS: dict[str, ModelConfig] = {
                     vocab_size=32000, source="Llama 2 paper (Touvron et al. 2023); HF config.json"),
         ModelConfig("llama-3-8b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=14336,
                     vocab_size=128256, source="Meta Llama 3 model card; HF config.json"),
+        # Lesson 2 holds Sarathi-Serve's published token budgets against this one (7,241,732,096 parameters).
+        ModelConfig("mistral-7b", n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=14336,
+                    vocab_size=32000, source="mistralai/Mistral-7B-Instruct-v0.2, config.json on Hugging Face"),
         # The course's toy models (lesson 3, course/toy_model.py). Sizes chosen so decode reads
         # its weights from main memory, not from cache. toy-cpu: 107M parameters, 428 MB in fp32,
         # larger than the last-level cache of laptop and desktop CPUs (a few MB to about a hundred),

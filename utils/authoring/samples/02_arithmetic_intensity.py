@@ -104,10 +104,10 @@ def chunk_for_tbt(decode, chunk_of, tbt_target_s, peak_flops_per_s, bandwidth_by
     free_ride = math.floor(peak_flops_per_s / bandwidth_bytes_per_s - decode["tokens"])
     return max(0, (decode["tokens"] + free_ride) // tile * tile - decode["tokens"])
 ''',
-    # Judges the designs on TTFT alone, as if the decode steps' pace did not count.
-    "goodput_per_gpu": '''
-def goodput_per_gpu(max_rate, ttft_s, tbt_s, gpus, ttft_target_s, tbt_target_s):
-    return max_rate / gpus if ttft_s <= ttft_target_s else 0.0
+    # p1: the rate at which the mean TTFT reaches the target, as if a mean said what 90 % of
+    # requests get.
+    "p1": '''
+p1 = "b"
 ''',
     # q1: attention's share of the FLOPs, not of the time.
     "quiz_answers": '''
@@ -305,14 +305,6 @@ def chunk_for_tbt(decode, chunk_of, tbt_target_s, peak_flops_per_s, bandwidth_by
     aligned = (decode["tokens"] + largest) // tile * tile
     return aligned - decode["tokens"] if aligned > decode["tokens"] else 0
 ''',
-    "goodput_per_gpu": '''
-def goodput_per_gpu(max_rate, ttft_s, tbt_s, gpus, ttft_target_s, tbt_target_s):
-    met = True
-    for value, target in ((ttft_s, ttft_target_s), (tbt_s, tbt_target_s)):
-        if value > target:
-            met = False
-    return max_rate / gpus if met else 0
-''',
     "ridge_in_tokens": '''
 def ridge_in_tokens(peak_flops_per_s, bandwidth_bytes_per_s, bytes_per_weight=2.0):
     # Bisection on compute time minus weight-streaming time, per parameter.
@@ -455,10 +447,9 @@ def chunk_for_tbt(decode, chunk_of, tbt_target_s, peak_flops_per_s, bandwidth_by
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo * tile - decode["tokens"]
 ''',
-    # Both targets met as a product of booleans.
-    "goodput_per_gpu": '''
-def goodput_per_gpu(max_rate, ttft_s, tbt_s, gpus, ttft_target_s, tbt_target_s):
-    return max_rate * (ttft_s <= ttft_target_s) * (tbt_s <= tbt_target_s) / gpus
+    # p1 in capitals, with a space: the format check accepts it.
+    "p1": '''
+p1 = " C"
 ''',
     "quiz_answers": '''
 q1 = " B"
