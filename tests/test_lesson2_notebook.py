@@ -309,3 +309,20 @@ def test_paged_cache_and_prefix_figures(reference):
     assert math.ceil(1030 / 16) * 16 == 1040
     assert reference["max_batch"](0.9 * a100.memory_bytes, weights, kv, 1040) == 117  # pages of what they fill
     assert 7 * 2048 * kv / 2**30 == pytest.approx(7.0)
+
+
+def test_section_10_states_its_conditions(nb):
+    """Issue 45's claims, each within its conditions: which attention layout is bounded and what V1 does,
+    the roofline chunk as a bound on a profiled budget, the attainment share, TBT against TPOT, the
+    overlap of kernels qualified, LLaMA-2-13B's 40 KV heads."""
+    text = {c.get("id"): c.source for c in nb.cells if c.cell_type == "markdown"}
+    assert "removed V0" in text["s10-intro"] and "V1's one kernel" in text["s10-intro"]
+    assert "Attention runs as two\nkernels" not in text["s10-intro"]
+    assert "profiles a **token budget**" in text["s10-chunk"] and "bounds that budget from above" in text["s10-chunk"]
+    assert "512 tokens at 100 ms, 2,048 at 500 ms" in text["s10-chunk"]
+    queues = text["a240a9c9"]
+    assert "M/D/1" in queues and "90 % of requests" in queues and "P99 TBT" in queues and "TPOT" in queues
+    assert "Little's law" in queues and "prefill:decode split" in queues
+    assert "NanoFlow" in text["ma-47"]
+    assert "40 or 8 KV heads" in text["ma-35"] and "32 or 8" not in text["ma-35"]
+    assert "an estimate" in nb.cells[0].source
