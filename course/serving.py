@@ -38,6 +38,8 @@ def md1_wait_cdf(wait_s: float, service_s: float, rate: float) -> float:
     """Share of requests that wait at most `wait_s` (s) before their service starts, in an M/D/1
     queue (Erlang 1909): (1 - rho) sum_{k=0}^{floor(t/D)} (R (kD - t))^k / k! e^{-R (kD - t)}."""
     _positive(service_s=service_s, rate=rate)
+    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) or wait_s != wait_s:
+        raise ValueError(f"wait_s must be a number of seconds, got {wait_s!r}")
     if wait_s < 0:
         return 0.0
     load = rate * service_s

@@ -113,6 +113,11 @@ def test_bad_input_is_refused_by_name(call):
         call()
 
 
+def test_a_wait_that_is_not_a_number_is_refused():
+    with pytest.raises(ValueError, match="wait_s must be a number"):
+        ttft_share(float("nan"), 0.1, 1.0)
+
+
 def test_far_tails_are_refused_rather_than_cancelled_wrong():
     with pytest.raises(ValueError, match="service times"):
         md1_wait_cdf(100.0, 0.1, 5.0)  # 1,000 service times
