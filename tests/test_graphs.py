@@ -207,7 +207,7 @@ def _lesson_helpers(replay):
 
     import nbformat
 
-    from course.toy_model import count_kernel_flops
+    from course.counting import count_kernel_flops
 
     path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
     cell = next(c for c in nbformat.read(str(path), as_version=4).cells if "def make_decode_step(" in c.source)

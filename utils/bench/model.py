@@ -49,7 +49,8 @@ from course.hardware import Accelerator
 from course.probes import Held, held_against, matmul_probe, matvec_probe, read_probe
 from course.threads import set_cpu_threads
 from course.timing import Sampled, interleave, timed_call
-from course.toy_model import ToyTransformer, aten_ops, attention_kernels, build_model, count_flops, launches
+from course.counting import aten_ops, attention_kernels, count_flops, launches
+from course.toy_model import ToyTransformer, build_model
 
 CPU_DECODE_TARGET = 0.80  # of bare matrix-vector products over the same weights, same run
 GPU_DECODE_MBU_TARGET = 0.60  # H100 / H200, batch 1
@@ -116,9 +117,12 @@ def _decode_setup(model: ToyTransformer, context: int, batch: int):
 
 
 def decode_eager(model, cache, token, position) -> Callable[[], None]:
+    """One decode step, as ToyTransformer.decode runs it: over the positions written, its own included."""
+    written = int(position[-1]) + 1
+
     @torch.inference_mode()
     def step():
-        model(token, position, cache)
+        model(token, position, cache, written=written)
     return step
 
 
@@ -134,10 +138,11 @@ def decode_compiled(model, cache, token, position) -> Callable[[], None]:
     for buffer in cache.tensors():
         torch._dynamo.mark_static_address(buffer)
     compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+    written = int(position[-1]) + 1
 
     def step():
         with torch.inference_mode():
-            compiled(token, position, cache)
+            compiled(token, position, cache, written=written)
     return step
 
 
