@@ -11,7 +11,7 @@ the course's target, and exits 0 either way (--strict: exit 1 when a target is m
 Every bound is measured in the same run as what it bounds, in turns with it (course.timing.
 interleave), so that load on a shared machine hits both alike; nothing measured earlier is reused
 unless --reuse says so. A utilisation above 100 % is never printed: the bound is measured again,
-and if the excess persists the run is reported as one whose conditions changed.
+and if the excess persists the bound is reported as measured under other load.
 
 Targets (docs/benchmarks.md records what was measured, and where):
   CPU          decode at batch 1 reaches >= 80 % of the rate of bare matrix-vector products over
