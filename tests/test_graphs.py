@@ -209,9 +209,10 @@ def test_a_whole_request_replays_as_cuda_graphs_with_the_eager_tokens(monkeypatc
 def test_bench_captures_through_the_course(monkeypatch):
     """utils/bench/model.py's hand-captured decode is course.graphs.capture, not a copy of it."""
     from utils.bench import model as bench
+    from utils.bench import passes
 
     seen = []
-    monkeypatch.setattr(bench, "capture", lambda fn: seen.append(fn) or "replay")
+    monkeypatch.setattr(passes, "capture", lambda fn: seen.append(fn) or "replay")
     model = build_model(TINY, seed=3)
     cache, token, position = bench._decode_setup(model, 4, 1)
     assert bench.decode_cuda_graph(model, cache, token, position) == "replay" and len(seen) == 1
