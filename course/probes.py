@@ -51,6 +51,33 @@ def measure_matmul_flops(device: torch.device | str = "cpu", n: int = 2048, dtyp
     return 2 * n**3 / seconds
 
 
+PEAK_SIZES = (2048, 4096, 8192)  # square matmuls an unknown GPU's peak is measured on
+
+
+def _best_seconds(stmt: str, env: dict, min_run_time: float) -> float:
+    """The fastest of torch.utils.benchmark's repeated measurements (each a block of runs, the
+    device synchronised around it): the attainable time, as a bench takes it."""
+    timer = benchmark.Timer(stmt=stmt, globals=env, num_threads=torch.get_num_threads())
+    return min(timer.blocked_autorange(min_run_time=min_run_time).times)
+
+
+def measure_peak_flops(device: torch.device | str, dtype: torch.dtype = torch.bfloat16,
+                       sizes: tuple[int, ...] = PEAK_SIZES, min_run_time: float = 0.2,
+                       seconds: Callable[[str, dict, float], float] | None = None) -> float:
+    """A GPU's attainable FLOP/s in `dtype` as a benchmark measures it: square matmuls of several
+    sizes, each repeated in blocks, the best block of the best size (a single size between two
+    synchronisations undershoots: a small one leaves the GPU partly idle, launches and clocks
+    ramping up weigh on a short run). `seconds` stands in for the timer in the tests."""
+    seconds = seconds or _best_seconds
+    device = torch.device(device)
+    best = 0.0
+    for n in sizes:
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        best = max(best, 2 * n**3 / seconds("torch.mm(a, b)", {"a": a, "b": b, "torch": torch}, min_run_time))
+    return best
+
+
 # --- probes timed in turns, and holding a measurement against its bound -----------------------
 
 def read_probe(nbytes: int, device: torch.device | str = "cpu") -> Callable[[], object]:
