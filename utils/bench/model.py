@@ -44,6 +44,7 @@ from course.detect import describe, detect_hardware
 from course.device import dtype_name, model_dtype, pick_device
 from course.hardware import Accelerator
 from course.probes import Held, held_against, matmul_probe, matvec_probe, read_probe
+from course.readings import share
 from course.threads import set_cpu_threads
 from course.timing import Sampled, interleave
 from course.toy_model import ToyTransformer, build_model
@@ -195,7 +196,7 @@ def decode_mode(label: str, t: Sampled, products: Sampled, step_bytes: int, boun
     vs_matvec = share_of_products(t, products, weight_ratio)
     print(f"  {label:28s} {t.median * 1e3:8.3f} ms/token (min {t.low * 1e3:.3f}, max {t.high * 1e3:.3f}): "
           f"{achieved / 1e9:8.1f} GB/s = {held.percent()} of the {bound_label}; "
-          f"weights at {vs_matvec:.0%} of the bare matrix-vector rate (median over {len(t.samples)} rounds)")
+          f"weights at {share(vs_matvec, 1.0, 'the bare matrix-vector rate')} (median over {len(t.samples)} rounds)")
     if held.fraction is None:
         print(f"    {held.note}")
     return {"ms": t.median * 1e3, "min_ms": t.low * 1e3, "max_ms": t.high * 1e3, "GBps": achieved / 1e9,

@@ -17,6 +17,7 @@ import time
 import torch
 
 from course.probes import matvec_probe
+from course.readings import share
 from course.threads import set_cpu_threads
 from course.timing import Sampled, interleave
 from course.toy_model import build_model
@@ -98,7 +99,8 @@ def print_neighbour(figures: dict) -> list[str]:
             missed.append(condition)
         print(f"  {condition:9s} decode {f['decode_ms']:6.1f} ms ({f['decode_min_ms']:.1f} to {f['decode_max_ms']:.1f}), "
               f"bare products {f['matvec_ms']:6.1f} ms ({f['matvec_min_ms']:.1f} to {f['matvec_max_ms']:.1f}); "
-              f"decode at {f['share']:.0%} of their rate (median of rounds; {f['share_medians']:.0%} from the medians): "
+              f"decode at {share(f['share'], 1.0, 'their rate')} (median of rounds; "
+              f"{share(f['share_medians'], 1.0, 'their rate')} from the medians): "
               f"{verdict} {CPU_DECODE_TARGET:.0%}; threads {f['threads']}; load {f['load_average']}")
     return missed
 
