@@ -21,7 +21,7 @@ import torch
 
 from course.device import dtype_name, model_dtype, pick_device
 from course.hardware import Accelerator, get_accelerator
-from course.probes import measure_matmul_flops, measure_read_bandwidth
+from course.probes import PEAK_SIZES, measure_matmul_flops, measure_peak_flops, measure_read_bandwidth
 
 GIB = 2**30
 CACHE_VERSION = 2
@@ -107,10 +107,15 @@ def _measure(device: torch.device, key: str, where: Path | None, reuse: bool, ve
     if verbose:
         print(f"measuring read bandwidth and {dtype_name(dtype)} matmul FLOP/s on {device} (about a second) ...",
               flush=True)
-    data = {"version": CACHE_VERSION, "key": key, "read_bytes": read_bytes, "matmul_n": matmul_n,
+    if device.type == "cuda":  # a GPU's peak as a benchmark takes it: several sizes, the best of repeats
+        flops = measure_peak_flops(device, dtype, PEAK_SIZES, min_run_time)
+    else:  # a CPU's reference rate: the median of one size's runs, which later cells measure again beside their work
+        flops = measure_matmul_flops(device, matmul_n, dtype, min_run_time)
+    data = {"version": CACHE_VERSION, "key": key, "read_bytes": read_bytes,
+            "matmul_n": matmul_n if device.type != "cuda" else list(PEAK_SIZES),
             "measured_at": time.time(), "load_average": _load_average(),
             "bandwidth_bytes_per_s": measure_read_bandwidth(device, read_bytes, min_run_time),
-            "matmul_flops_per_s": measure_matmul_flops(device, matmul_n, dtype, min_run_time)}
+            "matmul_flops_per_s": flops}
     if path is not None:
         _save(path, data)
     return data
@@ -183,9 +188,11 @@ def detect_hardware(device: torch.device | str | None = None, reuse: bool = Fals
 
 def _measured_source(data: dict, dtype: torch.dtype) -> str:
     when = time.strftime("%H:%M", time.localtime(data.get("measured_at", 0)))
+    sizes = data["matmul_n"]
+    matmul = (f"the best of {', '.join(f'{n}^3' for n in sizes)} {dtype_name(dtype)} matmuls (best of repeated runs)"
+              if isinstance(sizes, list) else f"{sizes}^3 {dtype_name(dtype)} matmul (median of runs)")
     return (f"measured on this machine at {when}, load average {data.get('load_average')}: sum of "
-            f"{data['read_bytes'] / 2**20:.0f} MiB (bytes read), {data['matmul_n']}^3 {dtype_name(dtype)} "
-            f"matmul; medians of torch.utils.benchmark runs")
+            f"{data['read_bytes'] / 2**20:.0f} MiB (bytes read, median of runs), {matmul}; torch.utils.benchmark")
 
 
 def describe(acc: Accelerator, dtype: torch.dtype) -> str:

@@ -13,8 +13,13 @@ prompt made once); Python in the function runs at capture and never again. Lesso
 pass functions are written so (they reset the cache's length themselves).
 
 Each capture records on a stream of its own, made for it: a capture that fails part-way leaves
-nothing behind on a stream another capture or the eager fallback would use; the failed graph is
-reset, the device synchronised, and fn run once eagerly before it is handed back.
+nothing behind on a stream another capture would use; the failed graph is reset, the device
+synchronised, and the failure raised with a sentence: a pass that cannot be captured is never
+timed eagerly in its place (that would time Python's launches, not the model).
+
+`RequestGraphs` serves a whole request (lesson 3's prompt sweep runs the student's generate() on
+it): the prefill of its prompt and each of its decode steps, one graph per position (a step's
+attention reads the positions written so far, so each position is a pass of its own shape).
 
 On a CPU there is no graph to capture: `replayed` returns the function itself and `timing_path`
 says "eager". `cuda=` stands in for torch.cuda in the tests, which have no GPU.
@@ -22,7 +27,6 @@ says "eager". `cuda=` stands in for torch.cuda in the tests, which have no GPU.
 
 from __future__ import annotations
 
-import warnings
 from typing import Callable
 
 import torch
@@ -74,16 +78,89 @@ def replayed(fn: Callable[[], object], device: torch.device | str, warmup: int =
              cuda=None) -> Callable[[], object]:
     """What lesson 3 times for fn on `device`: its CUDA graph's replay on a GPU, fn itself on a CPU.
 
-    Where capture fails on a GPU (an operator that waits for the host, an old driver), fn itself,
-    with a warning that names the error: the timings are then eager ones. fn is first run once
-    eagerly and the device synchronised, so that the fallback is known to work outside a capture."""
+    Where capture fails on a GPU (an operator that waits for the host, an old driver), a
+    RuntimeError says so and why: the lesson stops rather than time Python's launches instead."""
     if timing_path(device) == EAGER:
         return fn
     try:
         return capture(fn, warmup=warmup, cuda=cuda)
-    except Exception as err:  # noqa: BLE001 - a pass that cannot be captured is still timed, eagerly
-        fn()  # the fallback runs clean outside any capture (an error here is fn's own, raised as it is)
-        (cuda or torch.cuda).synchronize()
-        warnings.warn(f"this pass could not be captured as a CUDA graph ({type(err).__name__}: "
-                      f"{str(err).splitlines()[0][:160] if str(err) else ''}); it is timed eagerly", stacklevel=2)
-        return fn
+    except Exception as err:
+        first = str(err).splitlines()[0][:160] if str(err) else ""
+        raise RuntimeError(
+            f"this pass could not be captured as a CUDA graph ({type(err).__name__}: {first}). Lesson 3 times "
+            f"every pass on a GPU as a CUDA graph; timed eagerly, it would measure Python launching a few hundred "
+            f"kernels, not the model, so it stops here. Check the driver and the PyTorch build "
+            f"(`make gpu-check` names both)") from err
+
+
+class RequestGraphs:
+    """A model's prefill and decode for requests of one shape (batch, prompt length, output tokens),
+    each pass replayed as a CUDA graph: the interface generate() uses (new_cache, prefill, decode).
+
+    The cache is made once and handed back by every new_cache call (the graphs read and write its
+    tensors); a prompt and a token are copied into tensors of its own before each replay. Each
+    graph is captured at its first call, so a warm-up request captures them all. Python runs at
+    capture only: the cache's length is set here, around each replay."""
+
+    def __init__(self, model, batch: int, prompt_len: int, n_out: int, device: torch.device | str, cuda=None):
+        self.model, self.config, self.device, self._cuda = model, model.config, torch.device(device), cuda
+        self.max_seq_len = prompt_len + n_out
+        self.cache = model.new_cache(batch, self.max_seq_len)
+        self._prompt = torch.zeros((batch, prompt_len), dtype=torch.long, device=model.device)
+        self._token = torch.zeros((batch, 1), dtype=torch.long, device=model.device)
+        self._replays: dict[tuple[str, int], Callable[[], object]] = {}
+        self._logits: dict[tuple[str, int], torch.Tensor] = {}
+        self.captures = 0
+
+    def new_cache(self, batch_size: int, max_seq_len: int):
+        """The graphs' own cache, emptied: room for the request (a decode step reads only the positions
+        written, so a cache asked with more room is the same work)."""
+        if batch_size != self.cache.batch_size or max_seq_len < self.max_seq_len - 1:
+            raise ValueError(f"these graphs serve batch {self.cache.batch_size} with {self.max_seq_len - 1} positions "
+                             f"or more, not batch {batch_size} with {max_seq_len}")
+        self.cache.length = 0
+        return self.cache
+
+    def _replay(self, key: tuple[str, int], run: Callable[[], torch.Tensor]) -> torch.Tensor:
+        if key not in self._replays:
+            def recorded() -> None:
+                self._logits[key] = run()
+            self._replays[key] = replayed(recorded, self.device, cuda=self._cuda)
+            self.captures += 1
+        self._replays[key]()
+        return self._logits[key]
+
+    def prefill(self, idx: torch.Tensor, cache) -> torch.Tensor:
+        if cache is not self.cache or tuple(idx.shape) != tuple(self._prompt.shape) or cache.length != 0:
+            raise ValueError(f"these graphs prefill a {tuple(self._prompt.shape)} prompt into their own empty cache")
+        self._prompt.copy_(idx)
+
+        def run() -> torch.Tensor:
+            self.cache.length = 0
+            return self.model.prefill(self._prompt, self.cache)
+
+        logits = self._replay(("prefill", 0), run)
+        self.cache.length = self._prompt.shape[1]
+        return logits
+
+    def decode(self, token: torch.Tensor, cache) -> torch.Tensor:
+        if cache is not self.cache or tuple(token.shape) != tuple(self._token.shape):
+            raise ValueError(f"these graphs decode a {tuple(self._token.shape)} token with their own cache")
+        position = cache.length
+        self._token.copy_(token)
+
+        def run() -> torch.Tensor:
+            self.cache.length = position
+            return self.model.decode(self._token, self.cache)
+
+        logits = self._replay(("decode", position), run)
+        self.cache.length = position + 1
+        return logits
+
+
+def for_requests(model, prompt: torch.Tensor, n_out: int, device: torch.device | str, cuda=None):
+    """What lesson 3's prompt sweep runs its requests of this shape on: the model itself on a CPU,
+    its passes replayed as CUDA graphs (RequestGraphs) on a GPU."""
+    if timing_path(device) == EAGER:
+        return model
+    return RequestGraphs(model, prompt.shape[0], prompt.shape[1], n_out, device, cuda=cuda)

@@ -259,3 +259,31 @@ def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
             raise CheckFailed(f"{expected_returned(want_s, got_s, ratio_note(float(want), height))}"
                               f"\ncheck: {label}; a point sits at its attainable FLOP/s, on the roofline")
         print(f"ok    {label}: expected {want_s}, returned {got_s}")
+
+
+def hidden_series(ax) -> list[str]:
+    """Labels of the legend's lines that cannot be seen: a line without markers whose every point
+    lies on a solid line at least as wide that is drawn over it (later at the same zorder, or at a
+    higher one) or has its colour (a dotted line over a solid one of its colour shows nothing of
+    its own). A figure that names a series in its legend shows it."""
+    import matplotlib.colors
+    import numpy as np
+
+    lines = list(ax.get_lines())
+    hidden = []
+    for i, line in enumerate(lines):
+        label = str(line.get_label())
+        if not label or label.startswith("_") or _has_marker(line):
+            continue
+        x, y = _xy(line)
+        for j, other in enumerate(lines):
+            on_top = other.get_zorder() > line.get_zorder() or (other.get_zorder() == line.get_zorder() and j > i)
+            solid = other.get_linestyle() in ("-", "solid") and other.get_linewidth() >= line.get_linewidth()
+            same_colour = matplotlib.colors.same_color(other.get_color(), line.get_color())
+            if other is line or not solid or not (on_top or same_colour):
+                continue
+            ox, oy = _xy(other)
+            if x.size and ox.shape == x.shape and np.allclose(ox, x) and np.allclose(oy, y, rtol=1e-3):
+                hidden.append(label)
+                break
+    return hidden

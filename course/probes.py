@@ -7,7 +7,8 @@
   under nbgrader) in turns with what is compared with them, and take each probe's best run. `matvec_probe` times bare
   matrix-vector products over a model's own weights: the work a decode step cannot avoid.
 - Re-measuring. `held_against` never shows a utilisation above 100 %: the reference rate is
-  measured again, and if the measurement still beats it, the note says the conditions changed.
+  measured again, and if the measurement still beats it, the note says that the reference rate was
+  measured under other load.
 - On a GPU the peaks are the datasheet's (course.hardware); its read probe is kept small so that
   it fits beside the model.
 """
@@ -48,6 +49,33 @@ def measure_matmul_flops(device: torch.device | str = "cpu", n: int = 2048, dtyp
     b = torch.randn(n, n, device=device).to(dtype)
     seconds = _median_seconds("torch.mm(a, b)", {"a": a, "b": b, "torch": torch}, min_run_time)
     return 2 * n**3 / seconds
+
+
+PEAK_SIZES = (2048, 4096, 8192)  # square matmuls an unknown GPU's peak is measured on
+
+
+def _best_seconds(stmt: str, env: dict, min_run_time: float) -> float:
+    """The fastest of torch.utils.benchmark's repeated measurements (each a block of runs, the
+    device synchronised around it): the attainable time, as a bench takes it."""
+    timer = benchmark.Timer(stmt=stmt, globals=env, num_threads=torch.get_num_threads())
+    return min(timer.blocked_autorange(min_run_time=min_run_time).times)
+
+
+def measure_peak_flops(device: torch.device | str, dtype: torch.dtype = torch.bfloat16,
+                       sizes: tuple[int, ...] = PEAK_SIZES, min_run_time: float = 0.2,
+                       seconds: Callable[[str, dict, float], float] | None = None) -> float:
+    """A GPU's attainable FLOP/s in `dtype` as a benchmark measures it: square matmuls of several
+    sizes, each repeated in blocks, the best block of the best size (a single size between two
+    synchronisations undershoots: a small one leaves the GPU partly idle, launches and clocks
+    ramping up weigh on a short run). `seconds` stands in for the timer in the tests."""
+    seconds = seconds or _best_seconds
+    device = torch.device(device)
+    best = 0.0
+    for n in sizes:
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        best = max(best, 2 * n**3 / seconds("torch.mm(a, b)", {"a": a, "b": b, "torch": torch}, min_run_time))
+    return best
 
 
 # --- probes timed in turns, and holding a measurement against its bound -----------------------
@@ -91,7 +119,7 @@ class Held:
 
     achieved: float  # units per second
     bound: float  # units per second, the best of the probes
-    fraction: float | None  # achieved / bound; None when it stayed above 1 (the conditions changed)
+    fraction: float | None  # achieved / bound; None when it stayed above 1 (the bound was measured under other load)
     note: str  # one line for the reader
 
     def percent(self) -> str:
@@ -103,7 +131,7 @@ def held_against(achieved: float, bound: float, remeasure: Callable[[], float] |
     """Hold a measured rate against a measured bound. A rate above its bound is impossible: the
     bound is measured again (remeasure() returns a fresh rate; the best is kept) up to `tries`
     times, and if the rate still exceeds it, no utilisation is given and the note says that the
-    conditions changed between the measurements."""
+    bound was measured under other load than the rate."""
     for name, value in (("achieved", achieved), ("bound", bound)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite rate > 0, got {value!r}")
@@ -113,9 +141,9 @@ def held_against(achieved: float, bound: float, remeasure: Callable[[], float] |
         remeasured += 1
     if achieved > bound:
         return Held(achieved, bound, None,
-                    f"measured {achieved / bound:.2f}x {what}, which the same work under the same conditions "
-                    f"cannot do: the conditions changed between the measurements (another process may have "
-                    f"taken cores or memory bandwidth). Re-run this cell when it is quieter")
+                    f"measured {achieved / bound:.2f}x {what}, which the same work under the same load cannot do: "
+                    f"{what} was measured under other load than this figure (another process may have taken "
+                    f"cores or memory bandwidth while it ran), so no share of it is shown")
     note = f"{achieved / bound:.0%} of {what}"
     if remeasured:
         note += f" ({what} measured again {remeasured} time(s): the first measurement was low)"

@@ -8,6 +8,9 @@ fits a step's fixed part (never states one below 0); `knee_reading` reads where 
 sweep's two longest passes reaches its shortest pass's time, says "no knee" only when the longest
 pass is not above that time, and that the time rises from the shortest pass only when the next
 pass's runs are above its runs. `noise_warning` names the points whose runs disagree too much.
+`share` says what share of a bound a figure reached, or, when it beat the bound, that the bound
+was measured under other load: never a share above 100 %.
+`cache_reading` sets the weights' bytes beside the device's last cache, in one unit.
 `graph_reading` sets an eager step beside its CUDA-graph replay; `knee_factors` splits the knee's
 distance from T* into what the runs measure (the one-token pass's level over the weights' read
 time, the fixed part the long passes still pay, the long passes' FLOP/s over the peak).
@@ -228,12 +231,13 @@ def knee_reading(tokens: list[int], passes: list[Sampled], formula: float | None
                           f"is quieter.")
     if knee <= t0:
         second = passes[1]
-        shown = (f"the time already rises from T = {t0}: the {tokens[1]}-token pass was above the {t0}-token one "
-                 f"beyond their spreads" if second.low > level.high else
+        shown = (f"the {tokens[1]}-token pass was above the {t0}-token one beyond their spreads: the time already "
+                 f"rises from T = {t0}" if second.low > level.high else
                  f"the {tokens[1]}-token pass's runs overlap the {t0}-token one's (or fall below them), so the sweep "
-                 f"does not show the time rising from T = {t0}")
-        return knee, (f"measured: {ratio}; the line through the two longest passes reaches the {t0}-token pass's time "
-                      f"at {knee:,.1f} tokens: by this line the knee of this run lies at or below T = {t0}; {shown}")
+                 f"does not show the time rising from T = {t0} either")
+        return math.nan, (f"measured: {ratio}; no knee within this sweep: the line through the two longest passes "
+                          f"reaches the {t0}-token pass's time only at or below T = {t0}, outside the sweep, so no "
+                          f"knee is drawn; {shown}. Why, from this run's figures: the next line")
     corners = [meeting(x, y, z) for x in (level.low, level.high) for y in (a.low, a.high) for z in (b.low, b.high)]
     if all(math.isfinite(c) for c in corners):
         spread = f"{max(min(corners), 0):,.1f} to {max(corners):,.1f} within the runs' spreads"
@@ -287,10 +291,56 @@ def knee_factors(tokens: list[int], passes: list[Sampled], flops: list[float], r
                        f"the machine may have been busy. Re-run this cell")
     at_zero = passes[-1].median - added_s / (tokens[-1] - tokens[-2]) * tokens[-1]  # the line's time at 0 tokens
     fixed = at_zero / read_s
-    efficiency = (flops[-1] - flops[-2]) / added_s / peak
-    return head + (f"; the line through the two longest passes meets 0 tokens at {at_zero * 1e3:,.3f} ms, "
-                   f"{fixed:.2f}x the read time: a fixed part the long passes still pay, which lifts the line and "
-                   f"the level alike; from T = {tokens[-2]} to {tokens[-1]} the passes added their FLOPs at "
-                   f"{efficiency:.0%} of this sweep's peak FLOP/s; together: ({lift:.2f} - {fixed:.2f}) x "
-                   f"{efficiency:.2f} x T* = {(lift - fixed) * efficiency * t_star:,.1f} tokens, where that line "
-                   f"reaches the one-token pass's time if every token adds 2N FLOPs")
+    added_rate = (flops[-1] - flops[-2]) / added_s
+    efficiency = added_rate / peak
+    said = (f"; the line through the two longest passes meets 0 tokens at {at_zero * 1e3:,.3f} ms, "
+            f"{fixed:.2f}x the read time: a fixed part the long passes still pay, which lifts the line and "
+            f"the level alike; from T = {tokens[-2]} to {tokens[-1]} the passes added their FLOPs at "
+            f"{share(added_rate, peak, 'this sweep' + chr(39) + 's peak FLOP/s')}")
+    if lift <= fixed:
+        first_s = passes[1].median - passes[0].median
+        if first_s > 0:
+            start = (f"from T = {tokens[0]} to {tokens[1]} they added theirs at "
+                     f"{share((flops[1] - flops[0]) / first_s, peak, 'the peak')}")
+        else:
+            start = f"the {tokens[1]}-token pass was not slower than the {tokens[0]}-token one"
+        return head + said + (f"; no knee follows from these figures: the line meets 0 tokens above the one-token "
+                              f"pass's time ({fixed:.2f}x against {lift:.2f}x the read time), so it never comes down "
+                              f"to that level at a positive T. The short passes' time grew faster per token than the "
+                              f"long ones' ({start}): small matmuls run far below the peak rate")
+    if efficiency > 1:
+        return head + said + "; no knee is computed from a rate above the peak"
+    return head + said + (f"; together: ({lift:.2f} - {fixed:.2f}) x {efficiency:.2f} x T* = "
+                          f"{(lift - fixed) * efficiency * t_star:,.1f} tokens, where that line reaches the one-token "
+                          f"pass's time if every token adds 2N FLOPs")
+
+
+def share(achieved: float, bound: float, bound_name: str) -> str:
+    """'85% of <bound_name>': the share of a bound a measured rate reached. A rate above its bound
+    gets no share (a share above 100 % is never printed): the phrase says that the bound was
+    measured under other load than the figure held against it."""
+    for name, value in (("achieved", achieved), ("bound", bound)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite rate > 0, got {value!r}")
+    if achieved <= bound:
+        return f"{achieved / bound:.0%} of {bound_name}"
+    return (f"more than {bound_name} ({achieved / bound:.2f}x), so {bound_name} was measured under other load than "
+            f"this figure: no share is shown")
+
+
+def cache_reading(weight_bytes: float, cache_bytes: float, cache_name: str) -> str:
+    """The weights' bytes beside a cache's, in MiB both, and what that allows: above the cache,
+    decode reads what does not fit from main memory on every step; within it, part of the weights
+    may still be in the cache when the next step reads them (it is shared with other cores and
+    processes, so how much is not known in advance)."""
+    for name, value in (("weight_bytes", weight_bytes), ("cache_bytes", cache_bytes)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number of bytes, got {value!r}")
+    mib = 2**20
+    sizes = f"the weights' {weight_bytes / mib:,.0f} MiB against the {cache_bytes / mib:,.0f} MiB {cache_name}"
+    if weight_bytes > cache_bytes:
+        return (f"{sizes} ({weight_bytes / cache_bytes:,.1f}x): at least the {(weight_bytes - cache_bytes) / mib:,.0f} "
+                f"MiB that do not fit come from main memory on every decode step")
+    return (f"{sizes}: they fit in it, so part of them may still be cached when the next decode step reads them "
+            f"(the cache is shared with other cores and processes); decode and the read probe of as many bytes "
+            f"may then read faster than main memory")

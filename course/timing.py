@@ -159,3 +159,17 @@ def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
             raise ValueError(f"a line needs two or more (x, y) points, got {len(xs)} x and {len(ys)} y") from err
         raise ValueError("a line needs at least two different x values") from err
     return fit.slope, fit.intercept
+
+
+def batches_past(t_star: float, factor: int = 4) -> list[int]:
+    """Batch sizes 1, factor, factor^2, ... up to the first at least twice `t_star` (the ridge in
+    tokens, lesson 2's formula): a batch sweep that goes past the point where the weight matmuls
+    turn compute-bound, far enough to show the throughput level off."""
+    if not (isinstance(t_star, (int, float)) and math.isfinite(t_star) and t_star > 0):
+        raise ValueError(f"t_star must be a positive number of tokens, got {t_star!r}")
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
+        raise ValueError(f"factor must be a whole number of at least 2, got {factor!r}")
+    batches = [1]
+    while batches[-1] < 2 * t_star:
+        batches.append(batches[-1] * factor)
+    return batches

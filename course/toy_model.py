@@ -12,8 +12,10 @@ key tensor and one value tensor per layer, as gpt-fast keeps them, so that under
 each layer's write is an in-place update of its own buffer (a slice of one tensor holding every
 layer would be copied out and written back whole, layer by layer). Prefill on an empty cache
 attends causally among its own tokens (is_causal=True: the kernel skips the masked half of the
-T x T square); decode attends over the cache with a mask. Prefill and the no-cache pass compute
-logits for the last position only: nothing reads the others.
+T x T square); a decode step attends over the positions written so far, its own included, and
+over nothing else: no mask, so that a GPU may run its fused kernels (flash attention reads the
+cache at bandwidth). Prefill and the no-cache pass compute logits for the last position only:
+nothing reads the others. What a pass runs is counted in course.counting.
 Weights are random, drawn from a seed: the tokens it generates are gibberish, but every matrix
 has the shape of a real model's, so the time it takes is real. Nothing is downloaded.
 
@@ -24,14 +26,11 @@ nh query heads, nkv key/value heads, hd head_dim, V vocab_size.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
 
 from course.models import ModelConfig, get_model_config
 
@@ -58,7 +57,7 @@ class KVCache:
 
     @property
     def nbytes(self) -> int:
-        """Bytes the cache occupies. Decode attends over every slot, so it also reads all of them."""
+        """Bytes the cache occupies: what a decode step reads of it when every slot is written."""
         return sum(t.nbytes for t in self.k) + sum(t.nbytes for t in self.v)
 
     def tensors(self) -> list[torch.Tensor]:
@@ -75,23 +74,26 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        # PyTorch's own RMSNorm, one operator instead of five (in fp32 .float() and .type_as() are no-ops)
+        normed = F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps)
         return normed.type_as(x) * self.weight
 
 
 def rope_angles(input_pos: torch.Tensor, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and sin of the rotary angles at these positions, each (T, hd/2)."""
+    """cos and sin of the rotary angles at these positions, laid out for apply_rope, each (T, hd):
+    (cos, cos) and (-sin, sin) over a head's two halves. Made once per pass, used by every layer."""
     inv_freq = base ** -(torch.arange(0, head_dim, 2, device=input_pos.device, dtype=torch.float32) / head_dim)
     angles = input_pos.float()[:, None] * inv_freq[None, :]  # (T, hd/2)
-    return angles.cos(), angles.sin()
+    cos, sin = angles.cos(), angles.sin()
+    return torch.cat([cos, cos], dim=-1), torch.cat([-sin, sin], dim=-1)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate pairs (x1, x2) of each head's halves by the position's angles; x is (B, h, T, hd)."""
-    x1, x2 = x.float().chunk(2, dim=-1)  # (B, h, T, hd/2) each
-    rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (B, h, T, hd)
-    return rotated.type_as(x)
+    """Rotate pairs (x1, x2) of each head's halves by the position's angles, x is (B, h, T, hd):
+    (x1 cos - x2 sin, x2 cos + x1 sin), written as x * (cos, cos) + (x2, x1) * (-sin, sin)."""
+    x32 = x.float()
+    x1, x2 = x32.chunk(2, dim=-1)  # (B, h, T, hd/2) each
+    return (x32 * cos + torch.cat([x2, x1], dim=-1) * sin).type_as(x)  # (B, h, T, hd)
 
 
 # Below this many attention scores (B * nh * T * S) a call runs on one CPU thread. PyTorch's CPU
@@ -125,12 +127,13 @@ def serial_attention(q: torch.Tensor, k: torch.Tensor) -> bool:
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, enable_gqa: bool,
-           backends: list | None = None) -> torch.Tensor:
-    """PyTorch's fused attention: causal among the pass's own tokens when mask is None, else
-    masked. `backends` (torch.nn.attention.SDPBackend values) restricts the kernels PyTorch may
-    pick; masked attention may pick cuDNN on an H100 or H200, which some PyTorch versions get
-    wrong with a mask. A small call on a CPU runs on one thread (serial_attention)."""
-    kwargs = dict(is_causal=True) if mask is None else dict(attn_mask=mask)
+           backends: list | None = None, causal: bool = True) -> torch.Tensor:
+    """PyTorch's fused attention: masked when a mask is given, else causal among the pass's own
+    tokens (causal=True) or over every key given (causal=False: a decode step's one query over the
+    positions written). `backends` (torch.nn.attention.SDPBackend values) restricts the kernels
+    PyTorch may pick; masked attention may pick cuDNN on an H100 or H200, which some PyTorch
+    versions get wrong with a mask. A small call on a CPU runs on one thread (serial_attention)."""
+    kwargs = dict(attn_mask=mask) if mask is not None else dict(is_causal=causal)
     threads = _OneThread() if serial_attention(q, k) else contextlib.nullcontext()
     with threads:
         if backends:
@@ -150,7 +153,8 @@ class Attention(nn.Module):
         self.backends: list | None = None  # set by ToyTransformer.use_attention_backends
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None,
-                input_pos: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+                input_pos: torch.Tensor, kv: tuple[torch.Tensor, torch.Tensor] | None,
+                written: int | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         nh, nkv, hd = self.n_heads, self.n_kv_heads, self.head_dim
         q, k, v = self.wqkv(x).split([nh * hd, nkv * hd, nkv * hd], dim=-1)
@@ -162,11 +166,13 @@ class Attention(nn.Module):
             k_cache, v_cache = kv  # (B, nkv, S, hd) each: this layer's own buffers
             k_cache[:, :, input_pos] = k  # write this pass's keys and values in place
             v_cache[:, :, input_pos] = v
-            if mask is not None:  # attend over every slot; the mask hides those not written yet
+            if written is not None:  # a decode step: the positions written so far, its own included
+                k, v = k_cache[:, :, :written], v_cache[:, :, :written]  # (B, nkv, written, hd)
+            elif mask is not None:  # attend over every slot; the mask hides those not written yet
                 k, v = k_cache, v_cache
-        # Each group of nh/nkv query heads shares one key/value head (enable_gqa). No mask: causal
-        # among this pass's own tokens (prefill on an empty cache, or no cache at all).
-        y = attend(q, k, v, mask, nkv != nh, self.backends)  # (B, nh, T, hd)
+        # Each group of nh/nkv query heads shares one key/value head (enable_gqa). No mask and no
+        # `written`: causal among this pass's own tokens (prefill on an empty cache, or no cache).
+        y = attend(q, k, v, mask, nkv != nh, self.backends, causal=written is None)  # (B, nh, T, hd)
         y = y.transpose(1, 2).reshape(B, T, nh * hd)  # (B, T, nh*hd)
         return self.wo(y)  # (B, T, d)
 
@@ -192,8 +198,8 @@ class Block(nn.Module):
         self.ffn_norm = RMSNorm(cfg.d_model)
         self.feed_forward = GatedMLP(cfg)
 
-    def forward(self, x, cos, sin, mask, input_pos, kv):
-        x = x + self.attention(self.attention_norm(x), cos, sin, mask, input_pos, kv)
+    def forward(self, x, cos, sin, mask, input_pos, kv, written=None):
+        x = x + self.attention(self.attention_norm(x), cos, sin, mask, input_pos, kv, written)
         return x + self.feed_forward(self.ffn_norm(x))
 
 
@@ -211,23 +217,28 @@ class ToyTransformer(nn.Module):
         self.output = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
 
     def forward(self, idx: torch.Tensor, input_pos: torch.Tensor, cache: KVCache | None = None,
-                fresh: bool = False, last_only: bool = False) -> torch.Tensor:
+                fresh: bool = False, last_only: bool = False, written: int | None = None) -> torch.Tensor:
         """Logits (B, T, V) for tokens idx (B, T) at positions input_pos (T,); (B, 1, V), the
         last position's, with last_only.
 
         With a cache, the pass writes its keys and values at input_pos and attends over the whole
         cache, masked; with fresh=True (the cache is empty: the pass starts at position 0) it
-        attends causally among its own tokens, as it does without a cache.
+        attends causally among its own tokens, as it does without a cache; with `written` (a
+        one-token pass: the positions written once it has written its own) it attends over those
+        positions of the cache, unmasked.
         """
+        if written is not None and (idx.shape[1] != 1 or cache is None or not 0 < written <= cache.max_seq_len):
+            raise ValueError(f"written= is for a one-token pass over a cache, 1 to its max_seq_len positions; "
+                             f"got {idx.shape[1]} tokens and written={written!r}")
         x = self.tok_embeddings(idx)  # (B, T, d)
-        cos, sin = rope_angles(input_pos, self.config.head_dim)  # (T, hd/2) each
+        cos, sin = rope_angles(input_pos, self.config.head_dim)  # (T, hd) each
         mask = None  # causal among the tokens of idx
-        if cache is not None and not fresh:
+        if cache is not None and not fresh and written is None:
             key_pos = torch.arange(cache.max_seq_len, device=idx.device)
             mask = key_pos[None, :] <= input_pos[:, None]  # (T, S): a query sees keys at or before it
         for i, layer in enumerate(self.layers):
             kv = None if cache is None else (cache.k[i], cache.v[i])
-            x = layer(x, cos, sin, mask, input_pos, kv)
+            x = layer(x, cos, sin, mask, input_pos, kv, written)
         if last_only:
             x = x[:, -1:]  # the only position whose next token is wanted
         return self.output(self.norm(x))  # (B, T, V)
@@ -271,7 +282,7 @@ class ToyTransformer(nn.Module):
         if token.ndim != 2 or token.shape[1] != 1:
             raise ValueError(f"token must have shape (B, 1), one new token per sequence; got {tuple(token.shape)}")
         input_pos = self._next_positions(token, cache)  # (1,)
-        logits = self(token, input_pos, cache)  # (B, 1, V)
+        logits = self(token, input_pos, cache, written=cache.length + 1)  # (B, 1, V): over the written positions
         cache.length += 1
         return logits[:, -1]
 
@@ -351,85 +362,3 @@ def narrower(config: ModelConfig, factor: int = 2) -> ModelConfig:
                        n_kv_heads=config.n_kv_heads // factor, d_ff=config.d_ff // factor,
                        vocab_size=config.vocab_size, head_dim=config.head_dim,
                        source=f"{config.name}, widths divided by {factor}")
-
-
-def _cpu_attention_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
-    return sdpa_flop_count(query_shape, key_shape, value_shape)
-
-
-VIEW_OPS = ("view", "reshape", "transpose", "select", "split", "chunk", "unsqueeze", "squeeze", "expand",
-            "slice", "alias", "permute", "detach", "t.default", "unbind")
-
-
-def aten_ops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Counter:
-    """How many times ``fn(*args, **kwargs)`` calls each ATen operator, by name ("aten.mm.default"),
-    as a Python dispatch mode sees them (composite operators such as linear and attention count
-    once each)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class _Count(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.ops: Counter = Counter()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.ops[str(func)] += 1
-            return func(*args, **(kwargs or {}))
-
-    with _Count() as counter:
-        fn(*args, **kwargs)
-    return counter.ops
-
-
-def launches(ops: Counter) -> int:
-    """The operators among aten_ops' counts that run a kernel (views only relabel memory). In
-    eager PyTorch on a GPU each is one launch or a few, from the CPU, one after another: their
-    number sets the least time of a step that is bound by launch overhead."""
-    return sum(n for name, n in ops.items() if not any(v in name for v in VIEW_OPS))
-
-
-def attention_kernels(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[str]:
-    """Names of the attention operators and GPU kernels that ``fn(*args, **kwargs)`` ran, from the
-    PyTorch profiler: which implementation PyTorch chose (flash, memory-efficient, cuDNN, math,
-    or the CPU kernel)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
-    with profile(activities=activities) as prof:
-        fn(*args, **kwargs)
-    keys = ("scaled_dot_product", "attention", "flash", "fmha", "cudnn")
-    return sorted({e.name for e in prof.events() if any(k in e.name.lower() for k in keys)
-                   and e.name != "aten::scaled_dot_product_attention"})
-
-
-def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
-    """FLOPs of the matmuls and attention that ``fn(*args, **kwargs)`` runs, as PyTorch's
-    FlopCounterMode counts them (a multiply-add is 2 FLOPs). Attention is counted over every key
-    it is given, masked or not. FlopCounterMode misses the CPU attention kernel; it is added here."""
-    return count_kernel_flops(fn, *args, **kwargs).total
-
-
-@dataclass(frozen=True)
-class KernelFlops:
-    """A pass's FLOPs split by the two kinds of kernel a transformer block runs one after the other."""
-    matmul: int  # the weight matmuls (projections, MLP, output head): they stream the weights
-    attention: int  # scores and weighted sums over the keys and values: they stream the KV cache
-
-    @property
-    def total(self) -> int:
-        return self.matmul + self.attention
-
-
-def count_kernel_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> KernelFlops:
-    """count_flops, split into the weight matmuls' FLOPs and attention's (every scaled-dot-product
-    attention operator, whichever kernel PyTorch picked)."""
-    cpu_attention = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
-    with FlopCounterMode(display=False, custom_mapping={cpu_attention: _cpu_attention_flops}) as counter:
-        fn(*args, **kwargs)
-    attention = matmul = 0
-    for op, flops in counter.get_flop_counts().get("Global", {}).items():
-        if "scaled_dot_product" in str(op) or "attention" in str(op):
-            attention += flops
-        else:
-            matmul += flops
-    return KernelFlops(matmul=int(matmul), attention=int(attention))

@@ -91,6 +91,7 @@ class LessonRun:
     reference: object                                         # utils.grading.reference.Reference
     aliases: dict[str, str] = field(default_factory=dict)
     kernel_fields: dict[str, list[str]] = field(default_factory=dict)   # student -> what the kernel set
+    errors: dict[str, list[str]] = field(default_factory=dict)          # student -> cells that raised, as graded
 
     def _name(self, student: str) -> str:
         return self.aliases.get(student, student)
@@ -147,7 +148,7 @@ def _grade(lesson: str) -> LessonRun:
     scratch = check.scratch
     try:
         nb_name = source_notebook(REPO, lesson).name
-        verdicts, kernel_fields = {}, {}
+        verdicts, kernel_fields, errors = {}, {}, {}
         hidden = hidden_lines(source_notebook(REPO, lesson))
         for student in (REFERENCE, RELEASE, *extra):
             path = scratch / "autograded" / student / lesson / nb_name
@@ -155,13 +156,16 @@ def _grade(lesson: str) -> LessonRun:
                 nb = nbformat.read(str(path), as_version=4)
                 verdicts[student] = read_verdicts(nb)
                 kernel_fields[student] = kernel_set_fields(nb, hidden)
+                errors[student] = [f"cell {i}: {out.get('ename')}: {str(out.get('evalue'))[:200]}"
+                                   for i, cell in enumerate(nb.cells) for out in cell.get("outputs", [])
+                                   if out.get("output_type") == "error"]
         try:
             reference = reference_for(source_notebook(scratch, lesson), scratch / ".grading-cache")
         except ReferenceRefused:      # check.problems says why
             reference = None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})), kernel_fields)
+    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})), kernel_fields, errors)
 
 
 def hidden_lines(source: Path) -> list[str]:

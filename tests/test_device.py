@@ -126,7 +126,7 @@ def test_unknown_gpu_is_said_so_and_measured(monkeypatch, tmp_path, capsys):
     fake.is_bf16_supported = lambda: True
     monkeypatch.setattr(detect.torch, "cuda", fake)
     monkeypatch.setattr(detect, "measure_read_bandwidth", lambda device, nbytes, t: 1e12)
-    monkeypatch.setattr(detect, "measure_matmul_flops", lambda device, n, dtype, t: 1e14)
+    monkeypatch.setattr(detect, "measure_peak_flops", lambda device, dtype, sizes, t: 1e14)
     acc = detect.detect_hardware("cuda", cache_dir=tmp_path)
     out = capsys.readouterr().out
     assert "not in the course catalog" in out and "measuring" in out
@@ -197,7 +197,8 @@ def test_a_utilisation_above_100_percent_is_never_shown():
     again = probes.held_against(50e9, 20e9, remeasure=lambda: next(fresh))
     assert again.fraction == pytest.approx(50 / 60) and "measured again 2" in again.note
     stuck = probes.held_against(50e9, 20e9, remeasure=lambda: 21e9)
-    assert stuck.fraction is None and stuck.percent() == "not shown" and "the conditions changed" in stuck.note
+    assert stuck.fraction is None and stuck.percent() == "not shown" and "%" not in stuck.note
+    assert "was measured under other load than this figure" in stuck.note
     assert probes.held_against(50e9, 20e9).fraction is None
     with pytest.raises(ValueError, match="bound"):
         probes.held_against(1.0, float("nan"))
@@ -301,3 +302,21 @@ def test_course_asks_for_sleeping_openmp_workers():
     import course
     assert os.environ.get("OMP_WAIT_POLICY")  # set by the course (or by whoever ran the tests) before torch loaded
     assert "OMP_WAIT_POLICY" in course.__doc__
+
+
+def test_an_unknown_gpus_peak_is_measured_as_a_bench_measures_it(monkeypatch, tmp_path):
+    """An unknown GPU's peak: bf16 square matmuls of several sizes, the best of repeated runs (a
+    single matmul between two synchronisations undershoots), not the CPU's median of one size."""
+    seen = []
+    monkeypatch.setattr(detect, "measure_peak_flops", lambda dev, dtype, sizes, t: seen.append((dev.type, dtype, sizes))
+                        or 7e14)
+    monkeypatch.setattr(detect, "measure_read_bandwidth", lambda dev, nbytes, t: 3e12)
+    monkeypatch.setattr(detect, "measure_matmul_flops", lambda *a: pytest.fail("one size's median for a GPU"))
+    data = detect._measure(torch.device("cuda"), "gpu", tmp_path, False, False, 2**30, 8192, torch.bfloat16, 0.1)
+    assert seen == [("cuda", torch.bfloat16, probes.PEAK_SIZES)] and len(probes.PEAK_SIZES) >= 3
+    assert data["matmul_flops_per_s"] == 7e14
+    assert "best of 2048^3, 4096^3, 8192^3 bf16 matmuls" in detect._measured_source(data, torch.bfloat16)
+    times = {64: 1e-3, 128: 2e-3, 256: 40e-3}  # the best size wins: 2 * 128^3 / 2 ms
+    best = probes.measure_peak_flops("cpu", torch.float32, (64, 128, 256),
+                                     seconds=lambda stmt, env, t: times[env["a"].shape[0]])
+    assert best == pytest.approx(2 * 128**3 / 2e-3)

@@ -5,6 +5,7 @@ reading follows the numbers, and the noise rule turns overlapping or scattered r
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -144,9 +145,9 @@ def test_knee_reading_crossing_below_the_smallest_t_says_so():
     # pass's runs (104.5 to 115.5) overlap the 1-token pass's (95 to 105): no rise from T = 1 shown
     ms = [100, 110, 130, 170, 250, 420, 623, 831]
     knee, said = readings.knee_reading(KNEE_T, _passes(ms))
-    assert knee < 1 and "8.31x" in said
-    assert "at or below T = 1" in said and "already rises" not in said
-    assert "no knee" not in said and "not above" not in said and "disturbed" not in said
+    assert math.isnan(knee) and "8.31x" in said  # nan: no line is drawn
+    assert "no knee within this sweep" in said and "at or below T = 1" in said and "already rises" not in said
+    assert not re.search(r"-\d", said) and "not above" not in said and "disturbed" not in said
 
 
 def test_knee_reading_no_knee_only_when_the_longest_pass_is_not_above_the_smallest():
@@ -215,13 +216,49 @@ def test_fixed_part_reading_never_states_a_fixed_part_below_zero():
 def test_knee_reading_says_the_time_rises_from_the_smallest_t_only_when_the_runs_show_it():
     # the line meets the 1-token level below T = 1, but the 2-token pass's runs overlap the 1-token pass's
     knee, said = readings.knee_reading(KNEE_T, _passes([100, 102, 130, 170, 250, 420, 623, 831]))
-    assert knee < 1 and "already rises" not in said and "overlap" in said and "at or below T = 1" in said
+    assert math.isnan(knee) and "already rises" not in said and "overlap" in said and "at or below T = 1" in said
     # the quiet run: the 2-token pass 2.01x the 1-token pass, ranges apart
     quiet = [S(f"{t}", [lo * 1e-3, m * 1e-3, hi * 1e-3]) for t, (lo, m, hi) in zip(KNEE_T, [
         (29.45, 30.25, 31.30), (60.20, 60.93, 62.08), (52.49, 55.45, 57.65), (50.13, 50.30, 58.44),
         (59.19, 59.71, 74.33), (79.17, 89.37, 92.69), (116.20, 131.80, 173.05), (213.50, 215.35, 228.01)])]
     knee, said = readings.knee_reading(KNEE_T, quiet)
-    assert "at -13.8 tokens" in said and "already rises from T = 1" in said
+    assert math.isnan(knee) and "no knee within this sweep" in said and "already rises from T = 1" in said
+    assert not re.search(r"-\d", said), said  # the line meets the level at -13.8 tokens: never printed
+
+
+def test_no_knee_is_said_with_its_reason_and_no_negative_token_count():
+    """The tester's busy run: the 1-token pass at 1.04x the read time, the two longest passes' line meeting
+    0 tokens at 1.97x it; (1.04 - 1.97) x 0.99 x T* came out as -28.1 tokens. Now: no knee, and why."""
+    tokens = [1, 2, 4, 8, 16, 32, 64, 128]
+    read_s, peak = 10e-3, 1e12
+    level = 1.04 * read_s
+    ms = [level, level * 1.3, level * 1.6, level * 1.9, 2.3 * read_s, 2.9 * read_s, 1.97 * read_s + 64 * 2e-4,
+          1.97 * read_s + 128 * 2e-4]
+    passes = [S(f"{t}", [m * 0.99, m, m * 1.01]) for t, m in zip(tokens, ms)]
+    flops = [t * 2e8 * 0.99 for t in tokens]  # the long passes add theirs at 99 % of the peak
+    knee, said = readings.knee_reading(tokens, passes, formula=29.0)
+    why = readings.knee_factors(tokens, passes, flops, read_s, peak, 29.0)
+    assert math.isnan(knee) and "no knee" in said
+    assert "no knee follows from these figures" in why and "1.97x against 1.04x the read time" in why
+    assert "from T = 1 to 2 they added theirs at" in why and "small matmuls run far below the peak" in why
+    assert not re.search(r"-\d", said + why), (said, why)
+
+
+def test_no_share_above_100_percent_names_the_bound_measured_under_other_load():
+    assert readings.share(45.0, 100.0, "the read bandwidth") == "45% of the read bandwidth"
+    said = readings.share(128.0, 100.0, "the step bound")
+    assert "128%" not in said and "1.28x" in said and "the step bound was measured under other load" in said
+    with pytest.raises(ValueError, match="bound"):
+        readings.share(1.0, 0.0, "x")
+
+
+def test_the_weights_beside_the_cache_in_one_unit():
+    """The tester's CPU: 428 MB of weights and a 480 MiB last-level cache, printed as '1 times the cache:
+    decode must read them from main memory'. Both in MiB now, and only what the sizes allow."""
+    within = readings.cache_reading(428e6, 480 * 2**20, "last-level cache")
+    assert "408 MiB against the 480 MiB last-level cache: they fit in it" in within and "must" not in within
+    above = readings.cache_reading(5.4e9, 50 * 2**20, "L2 cache")
+    assert "(103.0x)" in above and "from main memory on every decode step" in above
 
 
 def test_intercept_reading_says_falls_for_a_falling_line():

@@ -270,3 +270,18 @@ def test_the_graph_check_on_a_cpu_says_eager_and_compares_results():
     block = gpu_check.graph_block(result)
     assert "timing path on cpu: eager" in block and "gives the logits and cache of eager" in block
     assert set(result["ms"]["decode"]) == {"eager", "replayed"}
+
+
+def test_decode_attention_bandwidth_is_reported_kernel_by_kernel_beside_the_weights():
+    """make gpu-check's attention block: decode attention (one query over the positions written, no
+    mask) with each kernel alone, its bandwidth beside matrix-vector products over as many bytes; on a
+    CPU the kernels a GPU has are named as not running here."""
+    from utils.bench.timing_path import attention_block, attention_check
+
+    result = attention_check("cpu", batch=1, heads=4, head_dim=16, context=64, rounds=1)
+    assert set(result["GBps"]) >= {"matrix-vector products", "flash_attention", "math"}
+    assert all(rate > 0 for rate in result["GBps"].values())
+    assert "cudnn_attention" in result["errors"] and result["bytes"] == 2 * 4 * 64 * 16 * 4
+    block = attention_block(result)
+    assert "matrix-vector products over as many bytes of weights" in block and "flash_attention:" in block
+    assert "x the weights' rate" in block and "cudnn_attention: does not run these shapes here" in block

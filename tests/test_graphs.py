@@ -148,9 +148,9 @@ def test_a_replayed_decode_step_gives_the_eager_results():
     assert all(torch.equal(a, b) for a, b in zip(eager_cache, graph_cache))
 
 
-def test_a_pass_that_cannot_be_captured_is_timed_eagerly_and_said_so():
-    """A capture that fails part-way: the graph is reset, the device synchronised, and the function
-    run once eagerly (outside any capture) before it is handed back to be timed eagerly."""
+def test_a_pass_that_cannot_be_captured_stops_with_a_sentence_never_timed_eagerly():
+    """A capture that fails part-way: the graph is reset, the device synchronised, and the failure
+    raised with a sentence; the pass is never handed back to be timed eagerly (Python's launches)."""
     class Broken(FakeCuda):
         @contextmanager
         def graph(self, g, stream=None):
@@ -164,21 +164,55 @@ def test_a_pass_that_cannot_be_captured_is_timed_eagerly_and_said_so():
 
     cuda, calls = Broken(), []
     fn = cuda.kernel(lambda: calls.append(1))
-    with pytest.warns(UserWarning, match="could not be captured as a CUDA graph.*timed eagerly"):
-        assert graphs.replayed(fn, "cuda", warmup=1, cuda=cuda) is fn
-    assert cuda.events[-6:] == ["capture begins", "recorded", "graph reset", "synchronize", "ran on default stream",
-                                "synchronize"], cuda.events
-    assert len(calls) == 2  # the warm-up and the eager run after the failure: nothing recorded ran
+    with pytest.raises(RuntimeError, match="could not be captured as a CUDA graph.*operation not permitted"
+                                           ".*not the model, so it stops here"):
+        graphs.replayed(fn, "cuda", warmup=1, cuda=cuda)
+    assert cuda.events[-4:] == ["capture begins", "recorded", "graph reset", "synchronize"], cuda.events
+    assert len(calls) == 1  # the warm-up only: nothing ran eagerly after the failure
     with pytest.raises(ValueError, match="warmup"):
         graphs.capture(fn, warmup=0, cuda=FakeCuda())
+
+
+def _greedy(model, prompt, n_out):
+    """The loop of lesson 3's generate(): one prefill, then a decode per token."""
+    cache = model.new_cache(prompt.shape[0], prompt.shape[1] + n_out)
+    tokens = [model.prefill(prompt, cache).argmax(-1, keepdim=True)]
+    while len(tokens) < n_out:
+        tokens.append(model.decode(tokens[-1], cache).argmax(-1, keepdim=True))
+    return torch.cat(tokens, dim=1)
+
+
+def test_a_whole_request_replays_as_cuda_graphs_with_the_eager_tokens(monkeypatch):
+    """The prompt sweep's requests on a GPU (the fake layer): the prefill and each decode position
+    captured once, at the first request; later requests only replay, and every request gives the
+    tokens the eager model gives."""
+    cuda = FakeCuda()
+    real = graphs.replayed
+    monkeypatch.setattr(graphs, "replayed", lambda fn, device, cuda=None: real(fake.kernel(fn), device, cuda=fake))
+    fake = cuda
+    model = build_model(TINY, seed=3)
+    prompt = torch.randint(0, TINY.vocab_size, (2, 7), generator=torch.Generator().manual_seed(2))
+    assert graphs.for_requests(model, prompt, 4, "cpu") is model  # a CPU: the model itself
+    served = graphs.for_requests(model, prompt, 4, "cuda")
+    assert isinstance(served, graphs.RequestGraphs)
+    eager = _greedy(model, prompt, 4)
+    assert torch.equal(_greedy(served, prompt, 4), eager)
+    assert served.captures == 4 and cuda.events.count("capture begins") == 4  # the prefill and 3 decode positions
+    replays = cuda.events.count("replay")
+    other = torch.randint(0, TINY.vocab_size, (2, 7), generator=torch.Generator().manual_seed(5))
+    assert torch.equal(_greedy(served, other, 4), _greedy(model, other, 4))
+    assert served.captures == 4 and cuda.events.count("replay") == replays + 4  # replayed, nothing captured again
+    with pytest.raises(ValueError, match="batch 2"):
+        served.new_cache(1, 11)
 
 
 def test_bench_captures_through_the_course(monkeypatch):
     """utils/bench/model.py's hand-captured decode is course.graphs.capture, not a copy of it."""
     from utils.bench import model as bench
+    from utils.bench import passes
 
     seen = []
-    monkeypatch.setattr(bench, "capture", lambda fn: seen.append(fn) or "replay")
+    monkeypatch.setattr(passes, "capture", lambda fn: seen.append(fn) or "replay")
     model = build_model(TINY, seed=3)
     cache, token, position = bench._decode_setup(model, 4, 1)
     assert bench.decode_cuda_graph(model, cache, token, position) == "replay" and len(seen) == 1
@@ -207,7 +241,7 @@ def _lesson_helpers(replay):
 
     import nbformat
 
-    from course.toy_model import count_kernel_flops
+    from course.counting import count_kernel_flops
 
     path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
     cell = next(c for c in nbformat.read(str(path), as_version=4).cells if "def make_decode_step(" in c.source)
@@ -245,3 +279,123 @@ def test_the_lessons_steps_replay_on_a_gpu_and_count_their_flops_eagerly():
     _, flops_eager = prefill_run(model, 5, graph=False)
     _, flops = prefill_run(model, 5)
     assert flops.total == flops_eager.total > 0 and len(handed) == 2
+
+
+def test_attention_is_restricted_to_a_kernel_that_gives_the_right_results():
+    """On a GPU (the fake: a model on the CPU, its kernels' agreement given) the first fused kernel that
+    agrees with the math kernel is the only one allowed; where none agrees, the lesson stops with a
+    sentence, never a silent mismatch. On a CPU nothing is chosen."""
+    from torch.nn.attention import SDPBackend
+
+    from course.device_attention import agrees, restrict_attention
+
+    model = build_model(TINY, seed=3)
+    assert "CPU kernel" in restrict_attention(model, "cpu") and model.layers[0].attention.backends is None
+    verdicts = {"FLASH_ATTENTION": (False, 0.7), "EFFICIENT_ATTENTION": (True, 1e-3), "CUDNN_ATTENTION": (True, 0.0)}
+    said = restrict_attention(model, "cuda", agree=verdicts.get)
+    assert "efficient_attention only" in said
+    assert all(layer.attention.backends == [SDPBackend.EFFICIENT_ATTENTION] for layer in model.layers)
+
+    def broken(name):
+        if name == "CUDNN_ATTENTION":
+            raise RuntimeError("No available kernel. Aborting execution.")
+        return False, 0.5
+
+    with pytest.raises(RuntimeError, match="no fused attention kernel.*flash_attention: differs.*5.00e-01.*cudnn_attention: "
+                                           "does not run here.*lesson 3 stops here rather than time wrong results"):
+        restrict_attention(build_model(TINY, seed=3), "cuda", agree=broken)
+    ok, gap = agrees(model, "FLASH_ATTENTION", prompt_len=9)  # on a CPU: its flash kernel against the math one
+    assert ok and gap < 1e-4 and model.layers[0].attention.backends is None  # left as it was found
+
+
+def _cell(marker: str) -> str:
+    from pathlib import Path
+
+    import nbformat
+
+    path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+    return next(c.source for c in nbformat.read(str(path), as_version=4).cells
+                if c.cell_type == "code" and marker in c.source)
+
+
+def test_the_prompt_sweep_runs_generate_on_replayed_passes_on_a_gpu():
+    """The prompt sweep (section 5) as a GPU runs it: your generate() is handed, for each point, the
+    object course.graphs.for_requests makes for that request (its passes replayed as CUDA graphs), not
+    the eager model, whose few hundred launches a step would be timed instead."""
+    import ast
+
+    from course.timing import Sampled
+
+    source = _cell("def request_sweep(")
+    tree = ast.parse(source)
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "request_sweep"]
+    handed = []
+
+    class HW:
+        measured, bandwidth_bytes_per_s = False, 3.35e12
+
+    def generate(m, prompt, n_out):
+        handed.append(m)
+        return {"ttft_s": 1.0, "tpot_s": 0.1, "e2e_s": 1.7}
+
+    def in_turns(points, run, **kwargs):
+        return {p: [run(p)] for p in points}
+
+    model = object()
+    namespace = {"HW": HW, "PEAK_FLOPS": 989e12, "generate": generate, "in_turns": in_turns, "model": model,
+                 "DEVICE": torch.device("cuda"), "ROUNDS": 1, "WEIGHT_BYTES": 1,
+                 "for_requests": lambda m, prompt, n_out, device: ("served", m, n_out, str(device)),
+                 "sampled": lambda runs, key: [Sampled(str(p), [r[0][key]]) for p, r in runs.items()]}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "request_sweep", "exec"), namespace)
+    namespace["request_sweep"]([16, 64], lambda p: (torch.zeros((1, p), dtype=torch.long), 4), "prompt length")
+    assert handed and all(m == ("served", model, 4, "cuda") for m in handed), handed
+
+
+def test_the_batch_sweep_on_a_gpu_goes_past_its_own_t_star():
+    """The batch sweep's sizes on a GPU come from that GPU's own T* (an H100 SXM in bf16: about 295),
+    not a list fixed in advance that stopped at 128."""
+    import ast
+
+    from course.timing import batches_past
+
+    source = _cell("PROMPT_LENS, BATCHES = ")
+    first = ast.parse(source).body[0]
+    assert isinstance(first, ast.If) and "cuda" in ast.unparse(first.test)
+
+    class HW:
+        bandwidth_bytes_per_s = 3.35e12
+
+    namespace = {"DEVICE": torch.device("cuda"), "HW": HW, "PEAK_FLOPS": 989e12, "DTYPE": torch.bfloat16,
+                 "batches_past": batches_past}
+    exec(compile(ast.Module(body=[first], type_ignores=[]), "batch sizes", "exec"), namespace)
+    t_star = 989e12 / 3.35e12 * 2 / 2
+    assert max(namespace["BATCHES"]) >= 2 * t_star and namespace["BATCHES"][0] == 1, namespace["BATCHES"]
+    assert batches_past(295.2) == [1, 4, 16, 64, 256, 1024]
+    with pytest.raises(ValueError, match="t_star"):
+        batches_past(0)
+
+
+def test_counting_flops_captures_no_graph_to_throw_away():
+    """Wherever the lesson keeps only the FLOPs of prefill_run or make_decode_step (`[1]`), it asks
+    for no graph (graph=False): on a GPU a capture made only to be thrown away costs memory and time."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
+    path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+    thrown = []
+    for cell in nbformat.read(str(path), as_version=4).cells:
+        if cell.cell_type != "code" or cell.source.lstrip().startswith("%"):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call)
+                    and getattr(node.value.func, "id", "") == "prefill_run"
+                    and ast.unparse(node.slice) == "1"
+                    and not any(k.arg == "graph" and ast.unparse(k.value) == "False" for k in node.value.keywords)):
+                thrown.append(ast.unparse(node))
+    assert not thrown, thrown

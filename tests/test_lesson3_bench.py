@@ -11,6 +11,7 @@ from course.threads import set_cpu_threads
 from course.models import ModelConfig
 from course.toy_model import build_model
 from utils.bench import model as bench
+from utils.bench import neighbour
 
 TINY = ModelConfig("tiny", n_layers=1, d_model=32, n_heads=2, n_kv_heads=2, d_ff=48, vocab_size=50)
 
@@ -41,7 +42,7 @@ def test_decode_and_prefill_pieces_run_and_count():
     linear = sum(p.numel() for n, p in model.named_parameters() if n.endswith("weight") and "norm" not in n
                  and "embeddings" not in n)
     head = model.output.weight.numel()
-    assert flops == 2 * (linear - head) * 8 + 2 * head + 2 * 2 * 8 * 8 * TINY.d_model  # the head for the last token
+    assert flops == 2 * (linear - head) * 8 + 2 * head + 4 * TINY.d_model * 8 * 9 // 2  # the head for the last token; causal attention
 
 
 def test_targets_match_h100_h200_and_gh200_not_measured_gpus():
@@ -125,18 +126,18 @@ def test_share_of_products_pairs_each_round_and_takes_the_median():
     from course.timing import Sampled
     step = Sampled("decode", [0.040, 0.080, 0.041, 0.039, 0.100])
     products = Sampled("matvec", [0.032, 0.064, 0.0328, 0.0312, 0.030])
-    assert bench.share_of_products(step, products) == pytest.approx(0.8)  # the step's median against
+    assert neighbour.share_of_products(step, products) == pytest.approx(0.8)  # the step's median against
     # the products' best run (0.041 s against 0.030 s) would have said 73 %
-    assert bench.share_of_products(step, products, weight_ratio=1.01) == pytest.approx(0.808)
+    assert neighbour.share_of_products(step, products, weight_ratio=1.01) == pytest.approx(0.808)
     with pytest.raises(ValueError, match="one sample per round"):
-        bench.share_of_products(step, Sampled("matvec", [0.03]))
+        neighbour.share_of_products(step, Sampled("matvec", [0.03]))
 
 
 def test_neighbour_benchmark_compares_decode_with_bare_products_in_both_conditions(monkeypatch):
     from course import models
     monkeypatch.setitem(models.PRESETS, "tiny", TINY)
-    figures = bench.neighbour_run("tiny", context=8, rounds=2, threads=1, label="test")
+    figures = neighbour.neighbour_run("tiny", context=8, rounds=2, threads=1, label="test")
     assert set(figures["conditions"]) == {"quiet", "neighbour"}
     for f in figures["conditions"].values():
         assert f["share"] > 0 and f["threads"] == [1] and f["decode_ms"] > 0 and f["matvec_ms"] > 0
-    assert bench.print_neighbour(figures) in ([], ["quiet"], ["neighbour"], ["quiet", "neighbour"])
+    assert neighbour.print_neighbour(figures) in ([], ["quiet"], ["neighbour"], ["quiet", "neighbour"])

@@ -92,6 +92,14 @@ def test_reference_passes_and_release_fails_every_graded_cell():
     assert failed(RELEASE) == set(verdicts), {g: v for g, v in verdicts.items() if v and v[0]}
 
 
+def test_the_reference_runs_top_to_bottom_under_the_grading_settings_without_an_error():
+    """The session's one grading runs the whole lesson as nbgrader autograde runs it
+    (NBGRADER_EXECUTION=autograde: the narrower grading model, the shorter sweeps). No cell of the
+    reference may raise there, graded or not (section 8 once narrowed the grading model again and
+    stopped: `n_kv_heads=1 is not divisible by 2`)."""
+    assert graded(LESSON).errors.get(REFERENCE) == [], graded(LESSON).errors.get(REFERENCE)
+
+
 def test_sample_mistakes_lose_only_their_cells():
     assert failed(MISTAKEN) == {"time_fn_tests", "generate_timing_tests", "predict_bounds_tests", "decode_mbu_tests",
                                 "prefill_mfu_tests", "generate_without_cache_tests",

@@ -5,14 +5,15 @@
     make gpu-check PY=python3            # the same with that Python: no .venv, nothing installed
     python -m utils.bench.gpu_check --cpu      # a rehearsal on the CPU (slow; the record says CPU)
 
-It installs nothing. Besides torch (2.4 or later) it needs numpy, matplotlib, nbclient, nbformat
-and ipykernel; when one is missing it names them all and stops before running anything.
+It installs nothing. Besides torch (2.4 or later) it needs numpy, matplotlib, nbclient, nbformat and
+ipykernel; when one is missing it names them all and stops before running anything.
 
 1. Lesson 3's source notebook (the reference answers) runs top to bottom on the detected GPU,
    as a student's Run All would (not under nbgrader: full sweeps, torch.compile included); every
    cell's time and printed output is kept, and an error in any cell is reported by number.
-2. Lesson 3's timing path (course.graphs): a small model's decode step and prefill, eager and
-   replayed as CUDA graphs, must leave the same logits and cache; both are timed.
+2. Lesson 3's timing path (utils/bench/timing_path.py): a small model's decode step and prefill,
+   eager and replayed as CUDA graphs, must leave the same logits and cache; both are timed. Then decode
+   attention's bandwidth with each attention kernel alone, beside that of the weights' products.
 3. python -m utils.bench.model runs (eager, hand-captured CUDA graph and torch.compile decode; eager
    and compiled prefill), with every figure written as JSON.
 4. docs/gpu-runs/<date>-<device>.md records the device, driver, CUDA, cuDNN and torch versions
@@ -24,9 +25,9 @@ Where there is no usable GPU it says why: no GPU at all, or an NVIDIA driver nex
 build of torch (`+cpu`, torch.version.cuda is None; a pip configuration that offers the `+cpu`
 wheels makes pip pick one), with the way to get a CUDA build.
 
-Exit status: 0 when everything ran (targets met or not: the record says), 1 when a notebook cell
-or the benchmark failed or a replayed pass differed from its eager one, 2 when there is no usable GPU (without --cpu), 3 when a package it needs
-is missing.
+Exit status: 0 when everything ran (targets met or not: the record says), 1 when a notebook cell or the
+benchmark failed or a replayed pass differed from its eager one, 2 when there is no usable GPU (without
+--cpu), 3 when a package it needs is missing.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-# torch, nbformat, nbclient and the project's modules that import torch (course.*, utils.bench.model)
-# are imported inside the functions that use them, not here: this module must start in a bare Python,
-# name every package it lacks (missing_packages) and stop before anything imports one.
+from utils.bench.timing_path import (ATTENTION_HEADING, GRAPH_HEADING, attention_block, attention_check, graph_block,
+                                     graph_check)
+
+# torch, nbformat, nbclient and the modules that import torch (course.*, utils.bench.model) are imported
+# inside the functions that use them: this module starts in a bare Python and names what it lacks.
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
@@ -364,67 +367,6 @@ def run_bench(gpu: bool, json_path: Path, on_line=None) -> tuple[int, str]:
     return rc, "".join(lines)
 
 
-GRAPH_HEADING = "## Lesson 3's timing path: a decode step eager and replayed as a CUDA graph\n\n"
-
-
-def graph_check(device=None, rounds: int = 10) -> dict:
-    """Lesson 3's GPU timing path on this machine (course.graphs): a small model's decode step and
-    prefill, eager and replayed, must leave the same logits and cache (within 1e-2 of the largest
-    logit in bf16: the same kernels, though a library may pick others under capture); both are
-    timed, in turns.
-    On a CPU the path is eager and nothing is captured, which the result says."""
-    import torch
-
-    from course.device import model_dtype, pick_device
-    from course.graphs import replayed, timing_path
-    from course.models import ModelConfig
-    from course.timing import interleave, timed_call
-    from course.toy_model import build_model
-
-    device = torch.device(device) if device is not None else pick_device()
-    config = ModelConfig("graph-check", n_layers=2, d_model=256, n_heads=4, n_kv_heads=2, d_ff=704, vocab_size=1024)
-    model = build_model(config, device, model_dtype(device), seed=0)
-    prompt = torch.randint(0, config.vocab_size, (2, 32), device=device)
-    result = {"device": str(device), "path": timing_path(device), "same": {}, "ms": {}}
-    for name in ("decode", "prefill"):
-        outs, fns = [], {}
-        for mode in ("eager", "replayed"):
-            cache = model.new_cache(2, 33)
-            token = model.prefill(prompt, cache).argmax(-1, keepdim=True)
-            out: list = []
-
-            def step(cache=cache, token=token, out=out):
-                if name == "decode":
-                    cache.length = 32
-                    out[:] = [model.decode(token, cache)]
-                else:
-                    cache.length = 0
-                    out[:] = [model.prefill(prompt, cache)]
-            fn = replayed(step, device) if mode == "replayed" else step
-            fn()
-            outs.append((out[0].float().clone(), [t.clone() for t in cache.tensors()]))
-            fns[mode] = fn
-        (a, cache_a), (b, cache_b) = outs
-        gap = max([(a - b).abs().max().item()]
-                  + [(x.float() - y.float()).abs().max().item() for x, y in zip(cache_a, cache_b)])
-        tolerance = (1e-5 if model.dtype == torch.float32 else 1e-2) * max(a.abs().max().item(), 1.0)
-        result["same"][name] = gap <= tolerance
-        result.setdefault("gap", {})[name] = gap
-        timed = interleave(fns, rounds=rounds, warmup=2, timer=lambda f: timed_call(f, device))
-        result["ms"][name] = {mode: timed[mode].median * 1e3 for mode in fns}
-    return result
-
-
-def graph_block(result: dict) -> str:
-    lines = [f"timing path on {result['device']}: {result['path']}"]
-    for name, same in result["same"].items():
-        ms = result["ms"][name]
-        lines.append(f"{name}: replayed {'gives the logits and cache of' if same else '**differs from**'} eager "
-                     f"(largest difference {result['gap'][name]:.2e}); "
-                     f"eager {ms['eager']:.3f} ms, replayed {ms['replayed']:.3f} ms (medians)")
-    return _indented("\n".join(lines)) + "\n"
-
-
 class Stopped(Exception):
     """The run received SIGTERM (a time limit)."""
 
@@ -466,11 +408,17 @@ def notebook_part(timeout_s: int, record: Record, cells: list[dict]) -> None:
 
 
 def graph_part(gpu: bool, record: Record) -> bool:
-    """Lesson 3's timing path, printed and written; True when a replayed pass differed from its eager one."""
+    """Lesson 3's timing path, printed and written, then decode attention's bandwidth with each
+    attention kernel beside matrix-vector products over as many bytes; True when a replayed pass
+    differed from its eager one."""
     print("checking lesson 3's timing path (CUDA graphs) ...", flush=True)
     graphs = graph_check(None if gpu else "cpu")
     record.write(GRAPH_HEADING + graph_block(graphs))
     print(graph_block(graphs), end="", flush=True)
+    print("decode attention's bandwidth, kernel by kernel ...", flush=True)
+    attention = attention_check(None if gpu else "cpu")
+    record.write(ATTENTION_HEADING + attention_block(attention))
+    print(attention_block(attention), end="", flush=True)
     return not all(graphs["same"].values())
 
 

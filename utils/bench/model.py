@@ -11,7 +11,7 @@ the course's target, and exits 0 either way (--strict: exit 1 when a target is m
 Every bound is measured in the same run as what it bounds, in turns with it (course.timing.
 interleave), so that load on a shared machine hits both alike; nothing measured earlier is reused
 unless --reuse says so. A utilisation above 100 % is never printed: the bound is measured again,
-and if the excess persists the run is reported as one whose conditions changed.
+and if the excess persists the bound is reported as measured under other load.
 
 Targets (docs/benchmarks.md records what was measured, and where):
   CPU          decode at batch 1 reaches >= 80 % of the rate of bare matrix-vector products over
@@ -31,9 +31,6 @@ import course  # first: it sets the OpenMP wait policy, which libgomp reads once
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -42,16 +39,19 @@ from typing import Callable
 import torch
 from torch.nn.attention import SDPBackend
 
+from course.counting import aten_ops, attention_kernels, launches
 from course.detect import describe, detect_hardware
-from course.device import dtype_name, model_dtype, pick_device, synchronize
-from course.graphs import capture
+from course.device import dtype_name, model_dtype, pick_device
 from course.hardware import Accelerator
 from course.probes import Held, held_against, matmul_probe, matvec_probe, read_probe
+from course.readings import share
 from course.threads import set_cpu_threads
-from course.timing import Sampled, interleave, timed_call
-from course.toy_model import ToyTransformer, aten_ops, attention_kernels, build_model, count_flops, launches
+from course.timing import Sampled, interleave
+from course.toy_model import ToyTransformer, build_model
+from utils.bench.neighbour import CPU_DECODE_ROUNDS, CPU_DECODE_TARGET, neighbour_main, share_of_products
+from utils.bench.passes import (Timing, _decode_setup, decode_compiled, decode_cuda_graph, decode_eager, load_average,  # noqa: F401 - Timing, measure: this module's names too
+                                measure, prefill_fn, timer_for)
 
-CPU_DECODE_TARGET = 0.80  # of bare matrix-vector products over the same weights, same run
 GPU_DECODE_MBU_TARGET = 0.60  # H100 / H200, batch 1
 GPU_PREFILL_MFU_TARGET = 0.50  # H100 / H200, 2,048 tokens
 TARGET_GPUS = ("H100", "H200")
@@ -66,209 +66,6 @@ def is_target_gpu(accelerator_name: str) -> bool:
     or "H100")."""
     upper = accelerator_name.upper()
     return "(MEASURED)" not in upper and any(name in upper for name in TARGET_GPUS)
-
-
-def timer_for(device: torch.device, calls: int = 1) -> Callable[[Callable[[], object]], float]:
-    """Seconds per call of fn, over `calls` back-to-back calls: CUDA events on a GPU (the device
-    synchronised after each sample), perf_counter with synchronisation on a CPU."""
-    def timed(fn: Callable[[], object]) -> float:
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(calls):
-                fn()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) / 1e3 / calls
-        return timed_call(lambda: [fn() for _ in range(calls)], device) / calls
-    return timed
-
-
-@dataclass
-class Timing:
-    label: str
-    seconds: float  # median per call
-    spread: float  # max - min over the repeats, per call
-
-
-def measure(fn: Callable[[], object], device: torch.device, warmup: int, repeats: int, calls: int = 1,
-            label: str = "") -> Timing:
-    """Median seconds per call of fn: `warmup` untimed calls, then `repeats` samples of `calls`
-    back-to-back calls each. CUDA events on a GPU (the device is synchronised after each sample),
-    perf_counter on a CPU."""
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
-    timed = timer_for(device, calls)
-    samples = [timed(fn) for _ in range(repeats)]
-    return Timing(label, statistics.median(samples), max(samples) - min(samples))
-
-
-# --- decode ------------------------------------------------------------------------------------
-
-def _decode_setup(model: ToyTransformer, context: int, batch: int):
-    device = model.device
-    prompt = torch.randint(0, model.config.vocab_size, (batch, context), device=device)
-    cache = model.new_cache(batch, context + 1)
-    token = model.prefill(prompt, cache).argmax(dim=-1, keepdim=True)  # (B, 1)
-    position = torch.tensor([context], device=device)  # the slot every timed step rewrites
-    return cache, token, position
-
-
-def decode_eager(model, cache, token, position) -> Callable[[], None]:
-    @torch.inference_mode()
-    def step():
-        model(token, position, cache)
-    return step
-
-
-def decode_cuda_graph(model, cache, token, position) -> Callable[[], None]:
-    """One decode step captured as a CUDA graph (course.graphs, as lesson 3 times it): every
-    kernel replayed with a single launch."""
-    return capture(decode_eager(model, cache, token, position))
-
-
-def decode_compiled(model, cache, token, position) -> Callable[[], None]:
-    """torch.compile(mode="reduce-overhead"): fused kernels, replayed as CUDA graphs. The cache is
-    updated in place, so its tensors are marked as static (fixed-address) inputs."""
-    for buffer in cache.tensors():
-        torch._dynamo.mark_static_address(buffer)
-    compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-
-    def step():
-        with torch.inference_mode():
-            compiled(token, position, cache)
-    return step
-
-
-# --- prefill -----------------------------------------------------------------------------------
-
-def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool) -> tuple[Callable[[], None], int]:
-    device = model.device
-    prompt = torch.randint(0, model.config.vocab_size, (1, prompt_len), device=device)
-    cache = model.new_cache(1, prompt_len)
-    if compiled:
-        torch._dynamo.reset()  # forget the decode compilation: another mode, other shapes
-    forward = torch.compile(model.forward, fullgraph=True, dynamic=False) if compiled else model.forward
-    positions = torch.arange(prompt_len, device=device)
-
-    def run():
-        with torch.inference_mode():  # an empty cache: causal attention, logits of the last position only
-            forward(prompt, positions, cache, fresh=True, last_only=True)
-
-    flops = count_flops(lambda: model.prefill(prompt, model.new_cache(1, prompt_len)))
-    return run, flops
-
-
-# --- decode beside a neighbour ---------------------------------------------------------------------
-
-SPINNER = "while True: pass"  # a neighbour: one process busy on one core
-
-
-# Rounds of CPU decode and the bare products, in turns (--neighbour: per condition). The share is
-# a median over rounds; on an idle 2-core VM, runs of 15 rounds of the same code spread over 8
-# points (77 to 85 %), runs of 100 over 4 (80 to 84 %; docs/benchmarks.md): a short run measures
-# its own noise as much as the step.
-CPU_DECODE_ROUNDS = 100
-
-
-def share_of_products(step: Sampled, products: Sampled, weight_ratio: float = 1.0) -> float:
-    """The share of the bare products' rate a decode step reached: the median over rounds of
-    (the products' time / the step's time), each round's two calls taken within tens of
-    milliseconds of each other, under the same load (interleave samples every function once per
-    round). weight_ratio: the step's weight bytes over the products' (the norms' few weights)."""
-    if len(step.samples) != len(products.samples) or not step.samples:
-        raise ValueError(f"{step.label} and {products.label} must hold one sample per round each, got "
-                         f"{len(step.samples)} and {len(products.samples)}")
-    return statistics.median(weight_ratio * p / s for p, s in zip(products.samples, step.samples))
-
-
-def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = CPU_DECODE_ROUNDS,
-                  threads: int | None = None, label: str = "") -> dict:
-    """Decode at batch 1 and bare matrix-vector products over the same weights, in turns, first on
-    a quiet machine, then with a neighbour (a process spinning on one core) started mid-run.
-
-    Threads: set_cpu_threads(threads): by default the cores free now, chosen again before every
-    round (course.threads.follow_load). Returns per condition the medians, the share of the bare
-    products' rate decode reached (the median over rounds of matvec time / decode time: a round's
-    two calls ran within tens of milliseconds of each other, under the same load), the threads
-    of each round and the load average."""
-    device = torch.device("cpu")
-    set_cpu_threads(threads)
-    model = build_model(preset, device, torch.float32)
-    cache, token, position = _decode_setup(model, context, 1)
-    step = decode_eager(model, cache, token, position)
-    matvec, matvec_bytes = matvec_probe(model)
-    weights = model.decode_weight_bytes() / matvec_bytes  # the norms' few weights are not in the products
-    figures: dict = {"label": label, "wait_policy": os.environ.get("OMP_WAIT_POLICY", "(unset)"),
-                     "threads_fixed": threads, "conditions": {}}
-    for condition in ("quiet", "neighbour"):
-        spinner = None
-        if condition == "neighbour":
-            spinner = subprocess.Popen([sys.executable, "-c", SPINNER])
-            time.sleep(0.3)  # the neighbour starts between two measurements, as a classmate's would
-        used: list[int] = []
-        try:
-            timed = interleave({"decode": step, "matvec": matvec}, rounds=rounds, warmup=2, label=f"{condition:9s}",
-                               on_call=lambda name: used.append(torch.get_num_threads()) if name == "decode" else None)
-        finally:
-            if spinner is not None:
-                spinner.kill()
-                spinner.wait()
-        d, m = timed["decode"], timed["matvec"]
-        figures["conditions"][condition] = {
-            "decode_ms": d.median * 1e3, "decode_min_ms": d.low * 1e3, "decode_max_ms": d.high * 1e3,
-            "matvec_ms": m.median * 1e3, "matvec_min_ms": m.low * 1e3, "matvec_max_ms": m.high * 1e3,
-            "share": share_of_products(d, m, weights), "share_medians": weights * m.median / d.median,
-            "threads": sorted(set(used[2:])), "load_average": load_average()}
-    return figures
-
-
-def print_neighbour(figures: dict) -> list[str]:
-    """Print one run of neighbour_run; return the conditions below the target."""
-    fixed = figures["threads_fixed"]
-    print(f"{figures['label']}: OMP_WAIT_POLICY={figures['wait_policy']}, threads "
-          f"{'fixed at ' + str(fixed) if fixed else 'chosen from the free cores before every round'}")
-    missed = []
-    for condition, f in figures["conditions"].items():
-        verdict = "meets" if f["share"] >= CPU_DECODE_TARGET else "MISSES"
-        if f["share"] < CPU_DECODE_TARGET:
-            missed.append(condition)
-        print(f"  {condition:9s} decode {f['decode_ms']:6.1f} ms ({f['decode_min_ms']:.1f} to {f['decode_max_ms']:.1f}), "
-              f"bare products {f['matvec_ms']:6.1f} ms ({f['matvec_min_ms']:.1f} to {f['matvec_max_ms']:.1f}); "
-              f"decode at {f['share']:.0%} of their rate (median of rounds; {f['share_medians']:.0%} from the medians): "
-              f"{verdict} {CPU_DECODE_TARGET:.0%}; threads {f['threads']}; load {f['load_average']}")
-    return missed
-
-
-def neighbour_main(args) -> int:
-    """Both conditions side by side, with the course's thread choice and wait policy; with
-    --before, also a child process as lesson 3 ran before (threads chosen once at the start,
-    OpenMP workers spinning while they wait, attention split over every thread),
-    for comparison."""
-    print(f"decode beside a neighbour, {args.preset or 'toy-cpu'}, {args.context} tokens cached, "
-          f"{args.rounds} rounds per condition; load average before {load_average()}")
-    runs = [neighbour_run(args.preset or "toy-cpu", args.context, args.rounds, args.threads,
-                          label="the course's choice" if args.threads is None else "this process")]
-    if args.before:
-        threads = 2 if args.threads is None else args.threads
-        env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
-        code = ("import json, sys; import course.toy_model; course.toy_model.SERIAL_ATTENTION_SCORES = 0; "
-                "from utils.bench.model import neighbour_run; "
-                f"print(json.dumps(neighbour_run({args.preset or 'toy-cpu'!r}, {args.context}, {args.rounds}, "
-                f"{threads}, label='as before: threads fixed at the start, workers spinning, "
-                "attention on every thread')))")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    missed = []
-    for figures in runs:
-        missed += [f"{figures['label']}: {c}" for c in print_neighbour(figures)]
-    print(f"load average after {load_average()}")
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(runs, out, indent=1)
-    course_missed = [m for m in missed if m.startswith(runs[0]["label"])]
-    return 1 if (course_missed and args.strict) else 0
 
 
 # --- main ----------------------------------------------------------------------------------------
@@ -399,7 +196,7 @@ def decode_mode(label: str, t: Sampled, products: Sampled, step_bytes: int, boun
     vs_matvec = share_of_products(t, products, weight_ratio)
     print(f"  {label:28s} {t.median * 1e3:8.3f} ms/token (min {t.low * 1e3:.3f}, max {t.high * 1e3:.3f}): "
           f"{achieved / 1e9:8.1f} GB/s = {held.percent()} of the {bound_label}; "
-          f"weights at {vs_matvec:.0%} of the bare matrix-vector rate (median over {len(t.samples)} rounds)")
+          f"weights at {share(vs_matvec, 1.0, 'the bare matrix-vector rate')} (median over {len(t.samples)} rounds)")
     if held.fraction is None:
         print(f"    {held.note}")
     return {"ms": t.median * 1e3, "min_ms": t.low * 1e3, "max_ms": t.high * 1e3, "GBps": achieved / 1e9,
@@ -545,13 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     misses += bench_prefill(bench, args, record)
     finish(record, misses, args.json)
     return 1 if (misses and args.strict) else 0
-
-
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except (OSError, AttributeError):
-        return "unknown"
 
 
 if __name__ == "__main__":
