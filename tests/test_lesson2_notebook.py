@@ -285,7 +285,7 @@ def test_section_11_goodput_under_queues(sections_10_11):
     assert ns["one_gpu"](1024, 0.16, 0.025)[0] > ns["two_pools"](1024, 0.16, 0.025, 450e9)[0]
     # InfiniBand with the cache sent layer by layer: 0.7 ms after the prefill, no longer a miss
     line = next(p for p in out["printed"] if p.startswith("InfiniBand at 150 ms"))
-    assert "(0.7 ms after the prefill): 0.65 and 0.55" in line
+    assert "(0.7 ms after the prefill): 0.65 with 256 output tokens, 0.55 with 1,024" in line
     # p1: a prefill GPU of 142 ms, 2.4 ms of NVLink transfer: no queue 7.04/s, mean TTFT at 400 ms 5.51/s,
     # 90 % within 400 ms 3.91/s (option c)
     line = next(p for p in out["printed"] if p.startswith("a prefill GPU"))
