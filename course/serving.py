@@ -5,6 +5,8 @@ prompt at a time in a fixed time D, first come first served: an M/D/1 queue, the
 (Zhong et al., OSDI 2024, section 3.1) uses for its prefill instances. Goodput is the highest rate
 at which a stated share of requests (DistServe: 90 %) meets the latency targets; goodput per GPU
 divides it by the GPUs used. Step times come in as numbers, from the lesson's own functions.
+Left out, so the figures are optimistic: the decode batch's random swings about its mean, and a
+decode GPU waiting for memory to take a new cache.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ def best_split(prefill_rate: float, decode_rate: float, max_gpus: int = 8) -> tu
     """(goodput per GPU, prefill GPUs, decode GPUs): the split of at most `max_gpus` GPUs (one node)
     that serves the most requests/s per GPU, min(n_p x prefill_rate, n_d x decode_rate) / (n_p + n_d),
     as DistServe searches its placements. Each rate is one GPU's highest rate within the targets;
-    requests are spread evenly (a random share of a Poisson stream is again Poisson)."""
+    each request goes to a GPU of its pool at random (a random share of a Poisson stream is again
+    Poisson; round-robin would not be), so a router sending prompts to idle GPUs would do better."""
     best = (0.0, 0, 0)
     for n_p in range(1, max_gpus):
         for n_d in range(1, max_gpus - n_p + 1):
