@@ -121,7 +121,7 @@ lab: $(STUDENT_VENV)/.installed lessons
 # What the Validate button does, from a terminal: make validate LESSON=01_two_phases
 LESSON ?=
 validate: $(STUDENT_VENV)/.installed lessons
-	@test -n "$(LESSON)" -a -d "lessons/$(LESSON)" || { echo "usage: make validate LESSON=NAME, one of: $$(ls lessons | tr '\n' ' ')"; exit 2; }
+	@test -n "$(LESSON)" -a -d "lessons/$(LESSON)" || { echo "usage: make validate LESSON=NAME, NAME one of:" $$(ls lessons); exit 2; }
 	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/nbgrader validate lessons/$(LESSON)/*.ipynb
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.

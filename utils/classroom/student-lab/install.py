@@ -47,7 +47,7 @@ def unreachable(index: str, timeout_s: float = ASK_TIMEOUT_S) -> str | None:
         reason = getattr(err, "reason", err)
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
             return f"no answer in {timeout_s:g} s"
-        return str(reason).strip() or type(reason).__name__
+        return re.sub(r"^\[Errno -?\d+\] ", "", str(reason).strip()) or type(reason).__name__
 
 
 def rewritten(requirements: Path, index: str | None, folder: Path) -> Path:
