@@ -170,6 +170,17 @@ def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course
         assert not tracebacks and not unrun, (
             f"code cells {unrun} did not run; first error:\n{tracebacks[0][-1500:] if tracebacks else '-'}")
 
+    with student.step("no code cell is cut at the right edge of a 1,400-pixel window (file browser open)"):
+        wide = cells.evaluate_all("""(cells) => cells.map((cell, i) => {
+            const editor = cell.querySelector('.jp-CodeCell .cm-scroller');
+            return editor && editor.scrollWidth > editor.clientWidth + 1 ? i : null; }).filter(i => i !== null)""")
+        assert page.viewport_size["width"] == 1400 and page.locator(".jp-FileBrowser").is_visible()
+        assert not wide, f"code cells {wide} hold lines wider than the notebook: a student sees them cut off"
+        table = next(i for i, c in enumerate(nbformat.read(str(nb_path), as_version=4).cells)
+                     if "share of peak it implies" in c.source)
+        cells.nth(table).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        student.screenshot(f"{student.test_name}-table")
+
     with student.step("the chart is rendered as an image in its cell's output"):
         chart = cells.nth(chart_cell(nb_path))
         image = chart.locator(".jp-OutputArea-output[data-mime-type='image/png'] img")
