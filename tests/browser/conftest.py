@@ -17,7 +17,6 @@ import contextlib
 import os
 import re
 import secrets
-import shlex
 import shutil
 import signal
 import socket
@@ -201,7 +200,8 @@ def start_lab(base: Path, root: Path, nbgrader_config: str, *, make: list[str] |
     last_error = ""
     if make:
         env["PATH"] = os.environ.get("PATH", "")  # python3 for the new environment: the system's, as a student's
-        env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+        env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or str(
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")  # pip's own, not the temporary HOME's
     for _ in range(3):  # a free port may be taken between looking and binding
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
