@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to start as root (containers often run as root) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: classroom env system-deps demo-deps demo test build check grade bench bench-grading gpu-check lab lab-instructor clean
+.PHONY: classroom env system-deps demo-deps demo test build check grade bench bench-grading gpu-check lab validate lab-instructor clean
 
 $(STAMP): requirements.txt requirements-pins.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -86,29 +86,43 @@ gpu-check: $(if $(filter command line,$(origin PY)),,$(STAMP))
 STUDENT_VENV := .venv-student
 TORCH ?= cpu
 STUDENT_REQ := $(if $(filter gpu,$(TORCH)),requirements-pins.txt,requirements.txt)
+# torch's CPU index (requirements.txt's unless given, e.g. a mirror) is asked once, with a short
+# timeout and no retry; where it does not answer, PyPI's torch is installed instead, and one line
+# says so (utils/classroom/student-lab/install.py).
+TORCH_INDEX ?=
 # The Lab's own switches: nbgrader's instructor server extensions off on the command line; from
 # utils/classroom/student-lab (a config directory added in front of the usual ones; nothing installed is
 # removed), its lab plugins off (labconfig/page_config.json) and kernels on Unix sockets in a private
 # folder (jupyter_config.py, nbgrader_config.py, jupyter_nbconvert_config.py: the class server copies
-# the same files). The Validate button stays.
+# the same files). The Validate button stays, and `make validate` runs the same check with the same files.
+STUDENT_CONFIG := JUPYTER_CONFIG_PATH=$(CURDIR)/utils/classroom/student-lab
 STUDENT_LAB_FLAGS := --ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=False \
 	--ServerApp.jpserver_extensions=nbgrader.server_extensions.assignment_list=False \
 	--ServerApp.jpserver_extensions=nbgrader.server_extensions.course_list=False
 $(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.toml
-	test -x $(STUDENT_VENV)/bin/python || $(PYTHON) -m venv $(STUDENT_VENV)
-	$(STUDENT_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(STUDENT_REQ) -e .
-	touch $@
+	@echo "Installing your environment in $(STUDENT_VENV) (first run only; JupyterLab, nbgrader, numpy, matplotlib, torch)"
+	@test -x $(STUDENT_VENV)/bin/python || $(PYTHON) -m venv $(STUDENT_VENV)
+	@$(STUDENT_VENV)/bin/python utils/classroom/student-lab/install.py $(STUDENT_REQ) $(if $(TORCH_INDEX),--index $(TORCH_INDEX))
+	@touch $@
 
 # Copied once, with the language_info of the student's own kernel written in (utils/authoring/language_info.py),
 # so a lesson opens in the Lab unmodified.
 lessons: | $(STUDENT_VENV)/.installed
-	cp -rn release lessons
-	$(STUDENT_VENV)/bin/python -m utils.authoring.language_info lessons
+	@cp -rn release lessons
+	@$(STUDENT_VENV)/bin/python -m utils.authoring.language_info lessons
+	@echo "lessons/ holds your own copy of the lessons: your answers go there (git ignores it; make lab never overwrites it)"
 
-# The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it.
-FIRST_LESSON := $(patsubst release/%,lessons/%,$(firstword $(sort $(wildcard release/*/*.ipynb))))
+# The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it;
+# the addresses it prints are that lesson's, the last one for a browser on another machine to copy.
+FIRST_LESSON := $(patsubst release/%,%,$(firstword $(sort $(wildcard release/*/*.ipynb))))
 lab: $(STUDENT_VENV)/.installed lessons
-	JUPYTER_CONFIG_PATH=$(CURDIR)/utils/classroom/student-lab $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) $(ALLOW_ROOT) $(FIRST_LESSON)
+	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/jupyter lab --notebook-dir=lessons $(STUDENT_LAB_FLAGS) --LabApp.default_url=/lab/tree/$(FIRST_LESSON) $(ALLOW_ROOT)
+
+# What the Validate button does, from a terminal: make validate LESSON=01_two_phases
+LESSON ?=
+validate: $(STUDENT_VENV)/.installed lessons
+	@test -n "$(LESSON)" -a -d "lessons/$(LESSON)" || { echo "usage: make validate LESSON=NAME, NAME one of:" $$(ls lessons); exit 2; }
+	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/nbgrader validate lessons/$(LESSON)/*.ipynb
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)

@@ -64,3 +64,21 @@ def test_a_release_built_on_another_patch_release_is_not_stale(tmp_path):
     assert _compare_release("l", tmp_path / "fresh", tmp_path / "committed") == []
     (tmp_path / "committed" / "a.ipynb").write_text("{}")
     assert _compare_release("l", tmp_path / "fresh", tmp_path / "committed")
+
+
+def test_make_lessons_step_says_nothing_a_student_could_read_as_a_failure(tmp_path, capsys):
+    """`make lessons` runs main on the fresh copy: it writes the kernel's language_info in and prints
+    nothing (it once printed `language_info of this kernel (3.11.7) in 0 notebook(s) under lessons`)."""
+    from utils.authoring.language_info import main
+
+    lesson = next((REPO / "release").glob("*/*.ipynb"))
+    copy = tmp_path / lesson.parent.name / lesson.name
+    copy.parent.mkdir()
+    nb = json.loads(lesson.read_text())
+    nb["metadata"]["language_info"] = {"name": "python"}
+    copy.write_text(json.dumps(nb))
+    assert main([str(tmp_path)]) == 0
+    assert json.loads(copy.read_text())["metadata"]["language_info"] == kernel_language_info()
+    assert main([str(tmp_path)]) == 0  # nothing left to change
+    out, err = capsys.readouterr()
+    assert out == "" and err == "", (out, err)

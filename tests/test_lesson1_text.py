@@ -12,6 +12,9 @@
   a numpy array where the hidden tests do.
 - the ridge crossing stated is the computed one; a cell after the staircase plot needs none of the
   plot cell's names (a student who skips the plot can still run it).
+- one idea a paragraph where section 4 once packed two (T* and DF/(D+F)), no pointer ahead to
+  lesson 2 in the fused bound's definition, no speculative-decoding aside (nor its acceptance rule
+  without the resampling), and no code line a 1,400-pixel window cuts off.
 """
 
 from __future__ import annotations
@@ -152,3 +155,28 @@ def test_a_student_who_skips_the_plot_still_has_the_names_later_cells_use(source
     for cell in code[plot + 1:]:
         missing = (names(cell, ast.Load) & only_in_plot) - names(cell, ast.Store)
         assert not missing, f"a cell after the plot uses {sorted(missing)}, defined only in the plot cell"
+
+
+def test_each_idea_in_its_own_sentence_and_nothing_ahead_of_the_student(source):
+    """Section 4 states the ridge in tokens and the activations' limit in paragraphs of their own;
+    the fused bound is defined without pointing ahead to lesson 2's roofline; the
+    speculative-decoding aside is gone, and min(1, p/q) is never stated without the resampling from
+    norm(max(0, p - q)) that keeps the target model's distribution (Leviathan et al. 2023)."""
+    markdown = "\n\n".join(c.source for c in source.cells if c.cell_type == "markdown")
+    both = [p for p in markdown.split("\n\n") if "T^* =" in p and "DF/(D+F)" in p]
+    assert not both, both
+    text = " ".join(markdown.split())
+    assert "DF/(D+F)" in text and "T^* = \\text{ridge} \\times b_w / 2" in text
+    assert "roofline bound, lesson 2" not in text
+    assert "speculative" not in text.lower()
+    assert "min(1, p/q)" not in text or "max(0, p - q)" in text
+
+
+def test_code_fits_a_1400_pixel_window():
+    """JupyterLab does not wrap code: at 1,400 pixels with the file browser open a code cell shows
+    about 124 characters (tests/browser/test_student.py checks the page itself), so no visible
+    code line of the release is longer than 120."""
+    nb = nbformat.read(str(RELEASE), as_version=4)
+    long = [(i, len(line)) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            for line in c.source.splitlines() if len(line) > 120]
+    assert not long, f"(cell, characters) of code lines past 120: {long}"

@@ -17,8 +17,8 @@ import contextlib
 import os
 import re
 import secrets
-import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +40,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 COURSE_ID = "prefill-decode"  # as in nbgrader_config.py
 LESSON_1 = "01_two_phases"
 SERVER_START_S = 120  # a loaded 2-core machine; JupyterLab usually answers within 10 s
+# `make lab` from a fresh checkout: the student environment's install (2 to 3 minutes on a loaded
+# 2-core machine with pip's cache warm), then JupyterLab. Pip's retries against an unreachable
+# index took 15 to 20 minutes.
+MAKE_LAB_S = 600
 UI_TIMEOUT_MS = 60_000  # default for every wait in the browser
 
 
@@ -140,6 +144,7 @@ class LabServer:
     root: Path
     log_path: Path
     proc: subprocess.Popen
+    env: dict  # the server's environment (temporary HOME, Jupyter dirs): for a terminal beside it
 
     def lab_url(self, path: str = "") -> str:
         """JupyterLab, opening `path` if given; `reset` starts from an empty workspace, not the
@@ -183,49 +188,72 @@ def _isolated_env(base: Path, nbgrader_config: str) -> dict:
     return env
 
 
-def start_lab(base: Path, root: Path, nbgrader_config: str, *, lab_args: tuple = (), lab_env: dict | None = None,
+def start_lab(base: Path, root: Path, nbgrader_config: str, *, make: list[str] | None = None,
               cwd: Path | None = None) -> LabServer:
-    """A JupyterLab serving `root`; `lab_args` and `lab_env` are what a make target adds (make lab's
-    switches), `cwd` where it starts (the course directory for make lab)."""
+    """A JupyterLab serving `root`. With `make` (a command line, `make lab`), that command starts it
+    in `cwd` (the course directory), with the system's PATH and pip's own cache: where it listens
+    and no browser come from the temporary Jupyter config, so the command is as a student types
+    it, and its token is the one it makes and prints."""
     env = _isolated_env(base, nbgrader_config)
-    env.update(lab_env or {})
     log_path = base / "server.log"
     token = secrets.token_hex(24)
     last_error = ""
+    if make:
+        env["PATH"] = os.environ.get("PATH", "")  # python3 for the new environment: the system's, as a student's
+        env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or str(
+            Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")  # pip's own, not the temporary HOME's
     for _ in range(3):  # a free port may be taken between looking and binding
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
+        if make:
+            (Path(env["JUPYTER_CONFIG_DIR"]) / "jupyter_server_config.py").write_text(
+                SERVER_CONFIG + f"c.ServerApp.ip = '127.0.0.1'\nc.ServerApp.port = {port}\n"
+                "c.ServerApp.port_retries = 0\nc.ServerApp.open_browser = False\n")
+            token = ""  # until the server prints it
+            command, start_s = make, MAKE_LAB_S
+        else:
+            command, start_s = [
+                sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}", "--ServerApp.allow_root=True",  # CI and this machine run as root
+                f"--ServerApp.root_dir={root}"], SERVER_START_S
         log = open(log_path, "a")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-             f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-             f"--IdentityProvider.token={token}", "--ServerApp.allow_root=True",  # CI and this machine run as root
-             *([] if any(a.startswith("--notebook-dir=") for a in lab_args) else [f"--ServerApp.root_dir={root}"]),
-             *lab_args],
-            cwd=cwd or root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(command, cwd=cwd or root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         log.close()
-        deadline = time.monotonic() + SERVER_START_S
+        deadline = time.monotonic() + start_s
         while time.monotonic() < deadline and proc.poll() is None:
+            if not token:
+                printed = re.search(rf"http://127\.0\.0\.1:{port}/\S*\?token=(\w+)", log_path.read_text())
+                if not printed:
+                    time.sleep(0.5)
+                    continue
+                token = printed[1]
             try:
                 with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5) as r:
                     if r.status == 200:
-                        return LabServer(url, token, root, log_path, proc)
+                        return LabServer(url, token, root, log_path, proc, env)
             except OSError:
                 time.sleep(0.5)
-        last_error = f"exit code {proc.poll()}" if proc.poll() is not None else f"no answer in {SERVER_START_S} s"
+        last_error = f"exit code {proc.poll()}" if proc.poll() is not None else f"no answer in {start_s} s"
         stop_lab(proc)
+        if make and proc.returncode not in (None, 0) and "Address already in use" not in log_path.read_text():
+            break  # make failed: its log says why
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shutil.copy2(log_path, ARTIFACTS / "server-start-FAILED.log")
     raise RuntimeError(f"JupyterLab did not start ({last_error}); log: {ARTIFACTS / 'server-start-FAILED.log'}")
 
 
 def stop_lab(proc: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group (make and the server it started, or the server alone:
+    it shuts its kernels down on SIGTERM); SIGKILL after 20 s."""
     if proc.poll() is None:
-        proc.terminate()  # the server shuts its kernels down on SIGTERM
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
@@ -255,7 +283,10 @@ def student_lab(course_copy, tmp_path_factory):
 @dataclass
 class StudentCheckout:
     root: Path      # a fresh checkout of the course, a git repository of its own
-    lessons: Path   # the working copy `make lessons` made in it
+    lessons: Path   # the working copy `make lab` made in it
+    index: str      # torch's CPU index as make lab was told it: a closed port
+    install_s: float  # from `make lab` to its environment installed
+    output: str     # what make lab printed up to the Lab's start
 
 
 def _run(args: list[str], cwd: Path) -> str:
@@ -266,12 +297,11 @@ def _run(args: list[str], cwd: Path) -> str:
 
 @pytest.fixture(scope="module")
 def make_lab(tmp_path_factory):
-    """A new student's Lab as `make lab` makes it, from a fresh checkout: the repository's tracked
-    files committed in a git repository of their own, `make lessons` (the working copy, its
-    notebooks given this kernel's language_info) with this environment standing in for
-    .venv-student (`-o` keeps make from reinstalling it), then JupyterLab with the switches `make -n
-    lab` prints: make lab's config path (the instructor's lab plugins off) and server flags. No
-    nbgrader configuration of the student's own, no exchange."""
+    """A new student's Lab, from a fresh checkout (the repository's tracked files committed in a git
+    repository of their own) by `make lab` as the README says, with torch's CPU index unreachable
+    (TORCH_INDEX on a loopback port where nothing listens): the student environment installed from
+    nothing (pip's cache warm), the working copy made, JupyterLab started. No nbgrader configuration
+    of the student's own, no exchange."""
     base = tmp_path_factory.mktemp("make-lab")
     root = base / "course"
     for name in _run(["git", "ls-files", "-z"], REPO).split("\0"):
@@ -281,22 +311,19 @@ def make_lab(tmp_path_factory):
     for args in (["git", "init", "-q"], ["git", "add", "-A"],
                  ["git", "-c", "user.name=student", "-c", "user.email=student@localhost", "commit", "-qm", "course"]):
         _run(args, root)
-    venv = Path(sys.prefix)
+    index = f"http://127.0.0.1:{_free_port()}/whl/cpu"  # refused at once, as an unreachable index fails
     # --no-print-directory: under `make test` this make is a sub-make, which would otherwise end
     # its output with "make[1]: Leaving directory ..."
-    make = ["make", "--no-print-directory", "-o", f"{venv}/.installed", f"STUDENT_VENV={venv}"]
-    _run([*make, "lessons"], root)
-    line = _run([*make, "-n", "lab"], root).strip().splitlines()[-1]
-    words = shlex.split(line)
-    lab_env = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=.*", w))
-    at = words.index("lab")
-    assert words[at - 1] == f"{venv}/bin/jupyter", line
-    lab_args = [w for w in words[at + 1:] if w != "--allow-root"]  # lessons/<first lesson> last: the file it opens
-    server = start_lab(base, root / "lessons", "", lab_args=tuple(lab_args), lab_env=lab_env, cwd=root)
-    # what the Lab opens in the student's browser (jupyter_server's page for the file it was given): lesson 1
-    opens = [p.read_text() for p in (base / "runtime").glob("jpserver-file-to-run-*-open.html")]
-    assert opens and all(re.search(rf'href="[^"]*/{LESSON_1}/[^"/?]+\.ipynb\?', page) for page in opens), opens
-    yield StudentCheckout(root, root / "lessons"), server
+    started = time.time()
+    server = start_lab(base, root / "lessons", "", cwd=root,
+                       make=["make", "--no-print-directory", "lab", f"TORCH_INDEX={index}"])
+    installed = root / ".venv-student" / ".installed"
+    install_s = installed.stat().st_mtime - started
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "make-lab-install.txt").write_text(
+        f"make lab from a fresh checkout, torch's CPU index unreachable: environment installed in "
+        f"{install_s:.0f} s, Lab answering after {time.time() - started:.0f} s\n")
+    yield StudentCheckout(root, root / "lessons", index, install_s, server.log_path.read_text()), server
     stop_lab(server.proc)
 
 
@@ -380,10 +407,11 @@ class Browsing:
         self.shots.append(path)
         return path
 
-    def open_lab(self, path: str = "", nbgrader_menu: bool = True) -> None:
-        """Open JupyterLab (on a document when `path` is given) and wait until it has started;
-        `nbgrader_menu=False` for a student's Lab from make lab, which has none."""
-        self.page.goto(self.server.lab_url(path), wait_until="domcontentloaded")
+    def open_lab(self, path: str = "", nbgrader_menu: bool = True, url: str | None = None) -> None:
+        """Open JupyterLab (on a document when `path` is given, or at `url`, an address the server
+        printed) and wait until it has started; `nbgrader_menu=False` for a student's Lab from make
+        lab, which has none."""
+        self.page.goto(url or self.server.lab_url(path), wait_until="domcontentloaded")
         self.page.wait_for_selector("#jp-main-dock-panel", state="visible")
         if nbgrader_menu:  # the nbgrader lab extension adds its menu once it has loaded
             self.page.wait_for_selector("#jp-MainMenu >> text=Nbgrader", state="visible")
@@ -428,12 +456,13 @@ RUN_FINISHED_JS = """(panel) => {
 }"""
 
 
-def open_notebook(student, nb_rel: str, nbgrader_menu: bool = True) -> None:
-    """Open `nb_rel` in JupyterLab and wait for an idle Python kernel and the Validate button."""
+def open_notebook(student, nb_rel: str, nbgrader_menu: bool = True, url: str | None = None) -> None:
+    """Open `nb_rel` in JupyterLab (or the address `url`, which should open it) and wait for an idle
+    Python kernel and the Validate button."""
     from playwright.sync_api import expect
 
     page = student.page
-    student.open_lab(nb_rel, nbgrader_menu)
+    student.open_lab(nb_rel, nbgrader_menu, url)
     page.wait_for_function(
         """(panel) => {
              const name = document.querySelector(panel + ' .jp-KernelName');

@@ -3,14 +3,17 @@ no instructor menu, runs, draws its chart, validates, and git status stays clean
 Assignments panel lists the lesson, and the checks speak in a few short lines.
 
 What the lesson test does: in a fresh checkout of the course (tests/browser/conftest.py,
-`make_lab`), `make lessons` makes the working copy and JupyterLab starts with the switches `make
--n lab` prints. The working copy's lesson 1 must equal release/ but for its kernel's
-language_info; every solution cell but the first exercise's is filled with the reference answer
+`make_lab`), `make lab` installs the student environment with torch's CPU index unreachable (a
+closed loopback port), makes the working copy and starts JupyterLab. Its output must say in one
+line that PyPI's torch is installed instead, with no pip retry and no line a student could read as
+a failure, and the address it prints last must be lesson 1's. The working copy's lesson 1 must
+equal release/ but for its kernel's language_info; every solution cell but the first exercise's is filled with the reference answer
 (markers stripped), as a student works, so that Run All reaches every cell, the chart included.
 In the browser the lesson must open unmarked (no unsaved change before any edit) with no Nbgrader
 menu and no dialog; the first exercise's answer is typed over the `raise NotImplementedError()`
 stub, all cells run, a chart is rendered as an image, no cell raised, nbgrader's Validate reports
-that the notebook passes all the tests, and after saving, `git status` of the checkout is empty.
+that the notebook passes all the tests, and after saving `make validate` in a terminal says the same
+with no warning, and `git status` of the checkout is empty.
 
 The unsolved-lesson test runs the untouched release cell by cell (Run All would stop at the first
 failing check) and reads what a student meets: every graded cell says in a few lines of at most
@@ -33,7 +36,7 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
 from playwright.sync_api import expect  # noqa: E402
 
-from .conftest import COURSE_ID, NB_PANEL, RUN_FINISHED_JS, open_notebook  # noqa: E402
+from .conftest import COURSE_ID, MAKE_LAB_S, NB_PANEL, RUN_FINISHED_JS, open_notebook  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -97,14 +100,32 @@ def graded_cells(path) -> dict[int, str]:
 
 
 def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course_copy):
-    """In a new student's Lab as `make lab` makes it: the working copy's lesson 1 opens clean, with
-    no instructor menu, is answered, run, validated and saved, and git status stays clean."""
+    """In a new student's Lab as `make lab` makes it from a fresh checkout, torch's CPU index
+    unreachable: the install says so in one line and retries nothing; the address printed last
+    opens the working copy's lesson 1, clean, with no instructor menu; it is answered, run,
+    validated from the toolbar and from a terminal (`make validate`, no warning) and saved, and git
+    status stays clean."""
     student = new_student
-    checkout, _ = make_lab
+    checkout, server = make_lab
     _, lesson = course_copy
     page = student.page
     nb_rel = f"{lesson.name}/{lesson.release_nb.name}"
     nb_path = checkout.lessons / nb_rel
+
+    with student.step(f"make lab's output, torch's CPU index unreachable (installed in {checkout.install_s:.0f} s)"):
+        said = checkout.output
+        unreachable = [line for line in said.splitlines() if line.startswith("torch's CPU index")]
+        assert len(unreachable) == 1 and checkout.index in unreachable[0] and "from PyPI instead" in unreachable[0], \
+            said[-3000:]
+        assert "Retrying" not in said and "language_info" not in said, said[-3000:]
+        assert "lessons/ holds your own copy of the lessons" in said, said[-3000:]
+        assert checkout.install_s < MAKE_LAB_S, checkout.install_s
+
+    with student.step("the address make lab prints last is lesson 1's"):
+        printed = re.findall(r"^\s*(?:\[.*?\]\s*)?(http://\S+)\s*$", server.log_path.read_text(), flags=re.M)
+        assert printed, server.log_path.read_text()[-3000:]
+        last = printed[-1]
+        assert last == f"{server.url}/lab/tree/{nb_rel}?token={server.token}", printed
 
     with student.step("the working copy's lesson (all answers but the first exercise's, as a student works)"):
         copied, released = (json.loads(p.read_text()) for p in (nb_path, checkout.root / "release" / nb_rel))
@@ -113,8 +134,10 @@ def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course
         assert copied == released, "lessons/ is not release/ as committed"
         exercise, answer = prepare_student_notebook(nb_path, solution_sources(lesson.source_nb))
 
-    with student.step(f"open lessons/{nb_rel} in make lab's JupyterLab: Validate, no instructor menu"):
-        open_notebook(student, nb_rel, nbgrader_menu=False)
+    with student.step(f"the address printed last opens lessons/{nb_rel}: Validate, no instructor menu"):
+        open_notebook(student, nb_rel, nbgrader_menu=False, url=last)
+        expect(page.locator(".lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel").first).to_have_text(
+            lesson.release_nb.name)
         page.wait_for_timeout(1500)  # what the Lab writes into a notebook once its kernel is up
         menus = page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").all_inner_texts()
         assert "Run" in menus and "Nbgrader" not in menus, menus
@@ -147,6 +170,17 @@ def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course
         assert not tracebacks and not unrun, (
             f"code cells {unrun} did not run; first error:\n{tracebacks[0][-1500:] if tracebacks else '-'}")
 
+    with student.step("no code cell is cut at the right edge of a 1,400-pixel window (file browser open)"):
+        wide = cells.evaluate_all("""(cells) => cells.map((cell, i) => {
+            const editor = cell.querySelector('.jp-CodeCell .cm-scroller');
+            return editor && editor.scrollWidth > editor.clientWidth + 1 ? i : null; }).filter(i => i !== null)""")
+        assert page.viewport_size["width"] == 1400 and page.locator(".jp-FileBrowser").is_visible()
+        assert not wide, f"code cells {wide} hold lines wider than the notebook: a student sees them cut off"
+        table = next(i for i, c in enumerate(nbformat.read(str(nb_path), as_version=4).cells)
+                     if "share of peak it implies" in c.source)
+        cells.nth(table).evaluate("(cell) => cell.scrollIntoView({block: 'start'})")
+        student.screenshot(f"{student.test_name}-table")
+
     with student.step("the chart is rendered as an image in its cell's output"):
         chart = cells.nth(chart_cell(nb_path))
         image = chart.locator(".jp-OutputArea-output[data-mime-type='image/png'] img")
@@ -168,11 +202,20 @@ def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course
         dialog.locator(".jp-Dialog-button", has_text="Ok").click()
         expect(dialog).to_have_count(0)
 
-    with student.step("save the worked lesson: git status of the checkout stays clean"):
+    with student.step("save the worked lesson"):
         page.keyboard.press("Control+S")
         expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
         saved = json.loads(nb_path.read_text())
         assert any(c.get("outputs") for c in saved["cells"]), "the lesson was not saved with its outputs"
+
+    with student.step(f"validate from a terminal as the README says: make validate LESSON={lesson.name}"):
+        done = subprocess.run(["make", "--no-print-directory", "validate", f"LESSON={lesson.name}"], cwd=checkout.root,
+                              env=server.env, capture_output=True, text=True, timeout=VALIDATE_TIMEOUT_MS / 1000)
+        said = done.stdout + done.stderr
+        assert done.returncode == 0 and "Success! Your notebook passes all the tests." in said, said
+        assert "WARNING" not in said and "without encryption" not in said, said
+
+    with student.step("git status of the checkout stays clean"):
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=checkout.root,
                                 capture_output=True, text=True, check=True).stdout
         assert status == "", f"git status after a worked lesson:\n{status}"

@@ -12,7 +12,7 @@ name), that change marks it unsaved before the student has typed anything. So:
   when it copies release/ to lessons/, so the copy holds what the student's own kernel reports
   (its Python version may differ from the build's).
 
-    python -m utils.authoring.language_info FOLDER   # every notebook under FOLDER, for this Python's kernel
+    python -m utils.authoring.language_info FOLDER   # every notebook under FOLDER, for this Python's kernel; prints nothing
 """
 
 from __future__ import annotations
@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1 or not Path(args[0]).is_dir():
         print("usage: python -m utils.authoring.language_info FOLDER", file=sys.stderr)
         return 2
-    changed = stamp(Path(args[0]))
-    print(f"language_info of this kernel ({sys.version.split()[0]}) in {len(changed)} notebook(s) under {args[0]}")
+    stamp(Path(args[0]))  # silent: nothing a student needs to know or do (make lessons says what it made)
     return 0
 
 
