@@ -35,6 +35,7 @@ LOOP_NO_INTERRUPT = ("import signal\ndef mul(a, b):\n    signal.signal(signal.SI
 WARNS = "import warnings\ndef mul(a, b):\n    warnings.warn('this API is deprecated', DeprecationWarning)\n" \
         "    warnings.warn('precision may be lost')\n    return a * b"
 WARNS_WRONG = "import warnings\ndef mul(a, b):\n    warnings.warn('precision may be lost')\n    return a + b"
+HOSTILE_ID = 'x"><img src=x onerror=alert(1)>'   # markup in the formgrader's page, before the id rule
 GIGANTIC = "print('x' * 20_000_000)\nfor i in range(3000):\n    print(i)\ndef add(a, b):\n    return a + b"
 
 
@@ -147,8 +148,9 @@ def graded(tmp_path_factory):
     (course / "submitted" / "linked").mkdir()
     (course / "submitted" / "linked" / LESSON).symlink_to(course / "submitted" / "good_a" / LESSON)
     (course / "submitted" / "linked_student").symlink_to(course / "submitted" / "good_b")
-    # a student id nbgrader would read as a pattern (matching every other student)
+    # a student id nbgrader would read as a pattern (matching every other student), and one of markup
     shutil.copytree(course / "submitted" / "good_a", course / "submitted" / "pattern*")
+    shutil.copytree(course / "submitted" / "good_a", course / "submitted" / HOSTILE_ID)
     before = _digest(course / "submitted")
     run = grade_lessons(course, [LESSON], workers=2, cell_timeout=CELL_TIMEOUT)
     outcomes = {o.student: o for o in run.outcomes}
@@ -231,7 +233,6 @@ def test_gigantic_output_is_cut_in_autograded_and_feedback(graded):
     ("other_lesson_renamed", "holds the notebook of lesson 02_other"),
     ("linked", "submitted/linked/01_tiny is a symbolic link; only regular folders are graded"),
     ("linked_student", "submitted/linked_student is a symbolic link"),
-    ("pattern*", "holds a character nbgrader reads as a pattern (*)"),
 ])
 def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
     course, _, outcomes, _ = graded
@@ -239,6 +240,20 @@ def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
     assert o.status == "zero" and reason in o.reason, o.line()
     assert _cells(course, student) == {"add_test": 0, "mul_test": 0, "sub_test": 0}
     assert not (course / "autograded" / student / LESSON).exists()
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("pattern*", "holds a character nbgrader reads as a pattern (*)"),
+    (HOSTILE_ID, "holds ' ' '\"' '(' ')' '<' '=' '>'"),
+])
+def test_an_id_the_course_does_not_take_in_scores_zero_and_is_never_recorded(graded, student, reason):
+    """utils/grading/student_id.py: nothing is graded or written under that name (the gradebook,
+    autograded/, feedback/); the instructor's report says why and what to do."""
+    course, _, outcomes, _ = graded
+    o = outcomes[student]
+    assert o.status == "zero" and reason in o.reason and "rename the folder under submitted/" in o.reason, o.line()
+    assert _cells(course, student) == {}
+    assert not (course / "autograded" / student).exists() and not (course / "feedback" / student).exists()
 
 
 def test_grade_command_reports_each_problem_and_a_failed_export(graded, capsys):
