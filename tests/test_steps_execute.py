@@ -15,7 +15,8 @@ from traitlets.config import Config
 
 from utils.authoring import nbauthor as author
 from utils.grading.steps.base import read_notes
-from utils.grading.steps.execute import SafeExecute
+from utils.grading.reference import RESOURCE_KEY, Reference
+from utils.grading.steps.execute import BUDGET_KEY, SafeExecute
 from utils.sandbox.channels import well_formed_message
 from steps_common import SOURCE_A
 
@@ -200,3 +201,34 @@ def test_malformed_messages_from_a_kernel_cost_nothing_but_themselves(tmp_path):
     assert [o.get("text") for o in nb.cells[0].outputs] == ["after the forged messages\n"]
     assert [o.get("text") for o in nb.cells[1].outputs] == ["42\n"]
     assert ex._dropped == 2   # the two outputs nbformat refuses; the rest never reached SafeExecute
+
+
+def test_the_time_budget_is_a_floor_plus_a_multiple_of_the_reference_run_and_config_raises_it():
+    ex = _unsandboxed()
+    assert ex.time_budget(3.2) == 60 + 32   # the defaults: 60 s + 10 x the reference's 3.2 s
+    assert ex.time_budget(500.0) == 1200    # never past notebook_timeout
+    assert ex.time_budget(None) is None and ex.time_budget(0.0) is None   # no reference run: the limit only
+    assert _unsandboxed(budget_multiple=20.0, budget_floor=120).time_budget(3.2) == 120 + 64   # a slow machine
+
+
+SLEEP = "import time\ntime.sleep(1.2)"
+
+
+def test_sleeping_cells_stop_at_the_notebooks_budget_and_a_timed_out_cell_costs_only_itself(tmp_path):
+    """A reference run of 0.1 s, 20 times that and no floor: a budget of 2 s. A cell stopped by its
+    own 2 s timeout is not counted (counted, it would spend the budget before the first sleep), two
+    sleeps of 1.2 s spend it, and the cells after them are not run: one kernel, about 5 s."""
+    nb = new_notebook(cells=[new_code_cell("while True:\n    pass"), new_code_cell(SLEEP), new_code_cell(SLEEP),
+                             new_code_cell(SLEEP), new_code_cell("print('late')")])
+    ex = _unsandboxed(timeout=2, budget_floor=0, budget_multiple=20.0, probe_timeout=10)
+    resources = {"metadata": {"path": str(tmp_path)}, RESOURCE_KEY: Reference({}, {}, 0.1, True)}
+    nb, resources = ex.preprocess(nb, resources)
+    loop, first, second, third, late = nb.cells
+    assert [o.ename for o in loop.outputs if o.output_type == "error"][-1:] == ["CellTimeoutError"]
+    assert first.outputs == [] and second.outputs == [], (first.outputs, second.outputs)
+    assert [o.ename for o in third.outputs + late.outputs] == ["NotebookTimeout", "NotebookTimeout"]
+    assert "time budget of 2 s" in third.outputs[0].evalue
+    notes = [n for n in read_notes(nb) if n["event"] == "notebook-budget"]
+    assert len(notes) == 1 and "from #3 on were not run" in notes[0]["text"], read_notes(nb)
+    used = resources[BUDGET_KEY]
+    assert used["budget_s"] == 2 and used["reference_s"] == 0.1 and 2.4 <= used["used_s"] < 4.0, used
