@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from test_steps_well_formed import JPEG, PNG, SVG
 from utils.coursedir import nbgrader_meta, submission_from
 from utils.grading.run import grade, grade_lessons
 from utils.grading.submissions import preflight
@@ -114,6 +115,14 @@ def _submissions(course: Path) -> dict[str, object]:
 
     subs.update(hostile(sub))
 
+    nb = sub()   # images pasted into a Markdown cell (JupyterLab saves them as the cell's attachments)
+    nb.cells.insert(1, nbformat.from_dict({
+        "cell_type": "markdown", "id": "pasted", "metadata": {},
+        "source": "My sketch: ![png](attachment:image.png) ![jpeg](attachment:photo.jpg) ![svg](attachment:drawing.svg)",
+        "attachments": {"image.png": {"image/png": PNG}, "photo.jpg": {"image/jpeg": JPEG},
+                        "drawing.svg": {"image/svg+xml": SVG}}}))
+    subs["pasted_images"] = nb
+
     good_text = nbformat.writes(sub())
     subs["corrupt"] = good_text[: len(good_text) // 2].encode()
     subs["missing"] = lambda folder: (folder / "notes.txt").write_text("I could not finish, sorry")
@@ -208,6 +217,15 @@ def test_a_bad_submission_loses_only_its_own_cells_and_says_why(graded, student,
     assert o.status == "graded" and (o.score, o.max_score) == (sum(cells.values()), 6), o.line()
     for note in notes:
         assert note in _notes(o), o.line()
+
+
+def test_images_pasted_into_markdown_give_a_whole_feedback_page_with_no_script(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["pasted_images"]
+    assert o.status == "graded" and (o.score, o.max_score) == (6, 6), o.line()
+    html = (course / "feedback" / "pasted_images" / LESSON / "tiny.html").read_text()
+    assert f"data:image/png;base64,{PNG}" in html and f"data:image/jpeg;base64,{JPEG}" in html
+    assert SVG not in html and "alert(" not in html and 'alt="svg"' in html
 
 
 def test_warnings_leave_only_the_graders_verdict_in_the_graded_cell(graded):

@@ -55,3 +55,42 @@ def test_configure_html_sanitises_and_replaces_both_filters():
     assert c.HTMLExporter.sanitize_html is True
     assert c.HTMLExporter.filters == {"markdown2html": "utils.grading.steps.safe_html.SafeMarkdown2HTML",
                                       "clean_html": "utils.grading.steps.safe_html.safe_html"}
+
+
+def test_a_reference_to_an_attachment_the_cell_lacks_is_a_dead_link_and_the_others_are_kept():
+    from utils.grading.steps.safe_html import without_missing_attachments
+
+    source = "![a](attachment:kept.png) ![b](attachment:gone.svg) an attachment: in prose [c]: attachment:gone2.png"
+    assert without_missing_attachments(source, {"kept.png": {}}) == (
+        "![a](attachment:kept.png) ![b](missing-attachment:gone.svg) an attachment: in prose "
+        "[c]: missing-attachment:gone2.png")
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_a_pasted_png_jpeg_or_svg_gives_a_whole_page_with_no_script(template):
+    """nbgrader's two templates through the course's HTML configuration, on a notebook WellFormed
+    kept: the PNG and the JPEG shown, the SVG (onload and <script> in it) dropped, its alt text shown."""
+    import os
+
+    import nbgrader.server_extensions.formgrader.handlers as formgrader
+    from nbformat.notebooknode import from_dict
+
+    from test_steps_well_formed import JPEG, PNG, SVG
+    from utils.grading.steps.well_formed import well_formed
+
+    nb = well_formed(from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{
+        "cell_type": "markdown", "metadata": {},
+        "source": "![png](attachment:image.png) ![jpeg](attachment:photo.jpg) ![svg drawing](attachment:drawing.svg)",
+        "attachments": {"image.png": {"image/png": PNG}, "photo.jpg": {"image/jpeg": JPEG},
+                        "drawing.svg": {"image/svg+xml": SVG}}}]}))
+    c = Config()
+    configure_html(c)
+    c.HTMLExporter.template_name = template
+    c.HTMLExporter.extra_template_basedirs = [os.path.dirname(formgrader.__file__) + "/templates"]
+    # as nbgrader's GenerateFeedback sets it: the page inlines bootstrap's CSS
+    c.HTMLExporter.extra_template_paths = [os.path.dirname(formgrader.__file__) + "/static/node_modules/bootstrap/dist/css"]
+    html, _ = HTMLExporter(config=c).from_notebook_node(nb, resources={
+        "base_url": "", "index": 0, "total": 1,   # what the formgrader gives, then what GenerateFeedback does
+        "nbgrader": {"notebook": "tiny", "score": 0, "max_score": 0, "late_penalty": 0}})
+    assert f"data:image/png;base64,{PNG}" in html and f"data:image/jpeg;base64,{JPEG}" in html
+    assert SVG not in html and "alert(" not in html and 'alt="svg drawing"' in html

@@ -108,3 +108,39 @@ def test_well_formed_survives_cells_and_metadata_that_are_not_containers():
     nb = from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": "x", "cells": {"0": {"cell_type": "code"}}})
     nb, _ = WellFormed().preprocess(nb, {})
     assert nb.cells == [] and nb.metadata == {}
+
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+JPEG = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAEBAQ=="   # a JPEG's start: what WellFormed checks
+SVG = "PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIj48c2NyaXB0PmFsZXJ0KDIpPC9zY3JpcHQ+PC9zdmc+"   # <svg onload=..><script>
+
+
+def pasted(attachments, source="![pasted](attachment:image.png)"):
+    return {"cell_type": "markdown", "metadata": {}, "source": source, "attachments": attachments}
+
+
+def test_an_image_pasted_into_markdown_is_kept_and_what_is_not_one_is_dropped():
+    nb = well_formed([pasted({"image.png": {"image/png": PNG}, "photo.jpg": {"image/jpeg": JPEG},
+                              "drawing.svg": {"image/svg+xml": SVG}, "fake.png": {"image/png": "PHNjcmlwdD4="},
+                              "page.html": {"text/html": "PHA+"}, "split.png": {"image/png": [PNG[:20], PNG[20:]]},
+                              7: {"image/png": PNG}, "bad.png": "not a bundle"})])
+    assert nb.cells[0].attachments == {"image.png": {"image/png": PNG}, "photo.jpg": {"image/jpeg": JPEG},
+                                       "split.png": {"image/png": PNG}}
+    nbformat.validate(nb)
+
+
+def test_attached_images_are_capped_per_image_and_per_notebook():
+    import base64
+
+    from utils.grading.steps import well_formed as module
+
+    big = base64.b64encode(base64.b64decode(PNG) + b"\0" * (module.MAX_ATTACHMENT - 100)).decode()
+    huge = base64.b64encode(base64.b64decode(PNG) + b"\0" * module.MAX_ATTACHMENT).decode()
+    cells = [pasted({"image.png": {"image/png": big}}) for _ in range(6)] + [pasted({"image.png": {"image/png": huge}})]
+    kept = [bool(c.get("attachments")) for c in well_formed(cells).cells]
+    assert kept == [True] * (module.MAX_ATTACHMENTS // module.MAX_ATTACHMENT) + [False] * (7 - module.MAX_ATTACHMENTS // module.MAX_ATTACHMENT)
+
+
+def test_attachments_of_other_cells_are_dropped():
+    cell = {"cell_type": "code", "metadata": {}, "source": "x", "attachments": {"image.png": {"image/png": PNG}}}
+    assert "attachments" not in well_formed([cell]).cells[0]

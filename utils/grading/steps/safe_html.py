@@ -59,18 +59,37 @@ def safe_html(html) -> str:
                         protocols={"http", "https", "mailto", "data"}, strip=False, strip_comments=True)
 
 
+_ATTACHMENT = re.compile(r"(?<![\w-])attachment:([^\s)\"'>]+)")
+MISSING = "missing-attachment:"   # no scheme the cleaner keeps: the image's alt text is shown
+
+
+def without_missing_attachments(source: str, attachments) -> str:
+    """`source` with every reference to an attachment the cell does not hold made a dead link:
+    nbconvert stops the whole page at one (`missing attachment`), and WellFormed drops the
+    attachments that are not images it keeps."""
+    names = attachments if isinstance(attachments, dict) else {}
+    return _ATTACHMENT.sub(lambda m: m.group(0) if m.group(1) in names else MISSING + m.group(1), source)
+
+
 class SafeMarkdown:
     """The exporter's markdown2html filter (attachments, anchors, math as nbconvert renders them),
-    its HTML then cleaned by `safe_html`."""
+    its HTML then cleaned by `safe_html`; a reference to an attachment the cell does not hold shows
+    the image's alt text."""
 
     def __init__(self, exporter):
         self.exporter = exporter
 
     def __call__(self, context, source):
         from nbconvert.exporters import HTMLExporter
+        from nbconvert.filters.markdown_mistune import InvalidNotebook
 
         exporter = self.exporter if isinstance(self.exporter, HTMLExporter) else HTMLExporter()
-        return safe_html(HTMLExporter.markdown2html(exporter, context, source))
+        cell = context.get("cell", {}) if hasattr(context, "get") else {}
+        source = without_missing_attachments(source, cell.get("attachments") if hasattr(cell, "get") else None)
+        try:
+            return safe_html(HTMLExporter.markdown2html(exporter, context, source))
+        except InvalidNotebook:   # an attachment named in a way the rewrite missed: no attachment at all
+            return safe_html(HTMLExporter.markdown2html(exporter, context, source.replace("attachment:", MISSING)))
 
 
 def _context_filter():
