@@ -31,6 +31,11 @@ from utils.grading.reference import Reference
 from utils.grading.steps.observations import Observation
 
 
+# images as a Markdown cell's attachments hold them (base64)
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+JPEG = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAEBAQ=="   # a JPEG's start: what WellFormed checks
+SVG = "PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIj48c2NyaXB0PmFsZXJ0KDIpPC9zY3JpcHQ+PC9zdmc+"   # <svg onload=..><script>
+
 SOURCE_A = "check_close('a(1)', a(1), 1.0)\n### BEGIN HIDDEN TESTS\nobserve('a(2)', a(2))\n### END HIDDEN TESTS"
 
 SOURCE_B = "check_close('b(1)', b(1), 2.0)\n### BEGIN HIDDEN TESTS\nobserve('b(2)', b(2))\n### END HIDDEN TESTS"

@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from test_steps_well_formed import JPEG, PNG, SVG
+from steps_common import JPEG, PNG, SVG
 from utils.coursedir import nbgrader_meta, submission_from
 from utils.grading.run import grade, grade_lessons
 from utils.grading.submissions import preflight

@@ -7,7 +7,6 @@ sandboxed kernel under the filter."""
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil

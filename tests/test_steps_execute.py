@@ -214,6 +214,7 @@ def test_the_time_budget_is_a_floor_plus_a_multiple_of_the_reference_run_and_con
 SLEEP = "import time\ntime.sleep(1.2)"
 
 
+@pytest.mark.slow   # a kernel
 def test_sleeping_cells_stop_at_the_notebooks_budget_and_a_timed_out_cell_costs_only_itself(tmp_path):
     """A reference run of 0.1 s, 20 times that and no floor: a budget of 2 s. A cell stopped by its
     own 2 s timeout is not counted (counted, it would spend the budget before the first sleep), two

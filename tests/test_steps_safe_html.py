@@ -75,7 +75,7 @@ def test_a_pasted_png_jpeg_or_svg_gives_a_whole_page_with_no_script(template):
     import nbgrader.server_extensions.formgrader.handlers as formgrader
     from nbformat.notebooknode import from_dict
 
-    from test_steps_well_formed import JPEG, PNG, SVG
+    from steps_common import JPEG, PNG, SVG
     from utils.grading.steps.well_formed import well_formed
 
     nb = well_formed(from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{

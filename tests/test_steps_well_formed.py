@@ -9,6 +9,7 @@ import pytest
 from nbformat.notebooknode import from_dict
 
 from utils.grading.steps.well_formed import MAX_TEXT, WellFormed
+from steps_common import JPEG, PNG, SVG
 
 
 def well_formed(cells, minor=5, metadata=None):
@@ -108,11 +109,6 @@ def test_well_formed_survives_cells_and_metadata_that_are_not_containers():
     nb = from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": "x", "cells": {"0": {"cell_type": "code"}}})
     nb, _ = WellFormed().preprocess(nb, {})
     assert nb.cells == [] and nb.metadata == {}
-
-
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-JPEG = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAEBAQ=="   # a JPEG's start: what WellFormed checks
-SVG = "PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIj48c2NyaXB0PmFsZXJ0KDIpPC9zY3JpcHQ+PC9zdmc+"   # <svg onload=..><script>
 
 
 def pasted(attachments, source="![pasted](attachment:image.png)"):
