@@ -75,7 +75,7 @@ def make_course(root: Path, cells: list) -> Path:
 # the other long files in the other process meanwhile, the Dask cluster once the gradings it is
 # compared with are done, the files that read a lesson's grading after that, then the short files in
 # collection order, so that neither process is left running a long file alone at the end.
-LONGEST_FIRST = ("test_lessons.py", "test_sandbox.py", "test_bad_submissions.py", "test_cheats.py",
+LONGEST_FIRST = ("test_lessons.py", "test_sandbox_grading.py", "test_bad_submissions.py", "test_cheats.py",
                  "browser/test_student.py", "test_without_bubblewrap.py", "test_dask.py",
                  "test_lesson2_observations.py", "test_workflow.py", "test_hub_classroom.py", "test_tools.py",
                  "test_postgres.py", "test_lesson3_observations.py")

@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from steps_common import JPEG, PNG, SVG
 from utils.coursedir import nbgrader_meta, submission_from
 from utils.grading.run import grade, grade_lessons
 from utils.grading.submissions import preflight
@@ -35,6 +36,7 @@ LOOP_NO_INTERRUPT = ("import signal\ndef mul(a, b):\n    signal.signal(signal.SI
 WARNS = "import warnings\ndef mul(a, b):\n    warnings.warn('this API is deprecated', DeprecationWarning)\n" \
         "    warnings.warn('precision may be lost')\n    return a * b"
 WARNS_WRONG = "import warnings\ndef mul(a, b):\n    warnings.warn('precision may be lost')\n    return a + b"
+HOSTILE_ID = 'x"><img src=x onerror=alert(1)>'   # markup in the formgrader's page, before the id rule
 GIGANTIC = "print('x' * 20_000_000)\nfor i in range(3000):\n    print(i)\ndef add(a, b):\n    return a + b"
 
 
@@ -113,6 +115,14 @@ def _submissions(course: Path) -> dict[str, object]:
 
     subs.update(hostile(sub))
 
+    nb = sub()   # images pasted into a Markdown cell (JupyterLab saves them as the cell's attachments)
+    nb.cells.insert(1, nbformat.from_dict({
+        "cell_type": "markdown", "id": "pasted", "metadata": {},
+        "source": "My sketch: ![png](attachment:image.png) ![jpeg](attachment:photo.jpg) ![svg](attachment:drawing.svg)",
+        "attachments": {"image.png": {"image/png": PNG}, "photo.jpg": {"image/jpeg": JPEG},
+                        "drawing.svg": {"image/svg+xml": SVG}}}))
+    subs["pasted_images"] = nb
+
     good_text = nbformat.writes(sub())
     subs["corrupt"] = good_text[: len(good_text) // 2].encode()
     subs["missing"] = lambda folder: (folder / "notes.txt").write_text("I could not finish, sorry")
@@ -147,8 +157,9 @@ def graded(tmp_path_factory):
     (course / "submitted" / "linked").mkdir()
     (course / "submitted" / "linked" / LESSON).symlink_to(course / "submitted" / "good_a" / LESSON)
     (course / "submitted" / "linked_student").symlink_to(course / "submitted" / "good_b")
-    # a student id nbgrader would read as a pattern (matching every other student)
+    # a student id nbgrader would read as a pattern (matching every other student), and one of markup
     shutil.copytree(course / "submitted" / "good_a", course / "submitted" / "pattern*")
+    shutil.copytree(course / "submitted" / "good_a", course / "submitted" / HOSTILE_ID)
     before = _digest(course / "submitted")
     run = grade_lessons(course, [LESSON], workers=2, cell_timeout=CELL_TIMEOUT)
     outcomes = {o.student: o for o in run.outcomes}
@@ -182,59 +193,43 @@ def test_every_submission_has_an_outcome_and_good_ones_get_full_marks(graded):
         assert [p.name for p in (course / "feedback" / student / LESSON).glob("*.html")] == ["tiny.html"]
 
 
-def test_endless_loop_loses_only_that_cell(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["loop"]
-    assert o.status == "graded" and o.score == 3, o.line()
-    assert _cells(course, "loop") == {"add_test": 2, "mul_test": 0, "sub_test": 1}
-    assert f"ran past the {CELL_TIMEOUT} s limit" in _notes(o)
+WRONG_MUL = {"add_test": 2, "mul_test": 0, "sub_test": 1}
+FULL = {"add_test": 2, "mul_test": 3, "sub_test": 1}
 
 
-def test_loop_that_ignores_the_interrupt_gets_a_new_kernel(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["loop_ignores_interrupt"]
-    assert _cells(course, "loop_ignores_interrupt") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, o.line()
-    assert "ignored the interrupt" in _notes(o) and "fresh kernel" in _notes(o)
-
-
-def test_os_exit_kills_the_kernel_but_other_cells_keep_their_points(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["os_exit"]
-    assert _cells(course, "os_exit") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, o.line()
-    assert "kernel died in cell 'mul'" in _notes(o)
-
-
-def test_sys_exit_is_an_error_in_that_cell_only(graded):
-    course, _, outcomes, _ = graded
-    assert _cells(course, "sys_exit") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, outcomes["sys_exit"].line()
-
-
-def test_deleted_test_cell_is_restored_and_graded(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["deleted_test"]
-    assert _cells(course, "deleted_test") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
-    assert "test cell 'add_test' was deleted" in _notes(o)
-
-
-def test_edited_locked_test_cell_is_restored_with_its_points(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["edited_test"]
-    assert _cells(course, "edited_test") == {"add_test": 2, "mul_test": 0, "sub_test": 1}, o.line()
-    assert o.max_score == 6
-    assert "locked cell 'mul_test' was edited" in _notes(o)
-
-
-def test_copied_cells_with_duplicate_grade_ids_count_once(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["duplicate_ids"]
+@pytest.mark.parametrize("student, cells, notes", [
+    ("loop", WRONG_MUL, [f"ran past the {CELL_TIMEOUT} s limit"]),
+    ("loop_ignores_interrupt", WRONG_MUL, ["ignored the interrupt", "fresh kernel"]),
+    ("os_exit", WRONG_MUL, ["kernel died in cell 'mul'"]),   # the kernel dies, the other cells keep their points
+    ("sys_exit", WRONG_MUL, []),                             # an error in that cell only
+    ("deleted_test", FULL, ["test cell 'add_test' was deleted"]),   # restored and graded
+    ("edited_test", WRONG_MUL, ["locked cell 'mul_test' was edited"]),   # restored with its points
     # the last copy of 'add' (correct) is the graded one; the copied test cell counts nothing
-    assert _cells(course, "duplicate_ids") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
-    assert "'add' appears 2 times" in _notes(o) and "'sub_test' appears 2 times" in _notes(o)
-
-
-def test_warnings_on_stderr_cost_a_correct_answer_nothing(graded):
+    ("duplicate_ids", FULL, ["'add' appears 2 times", "'sub_test' appears 2 times"]),
+    ("warns", FULL, []),             # warnings on stderr cost a correct answer nothing
+    ("warns_wrong", WRONG_MUL, []),  # and do not rescue a wrong one
+    ("gigantic", FULL, ["output was cut"]),
+])
+def test_a_bad_submission_loses_only_its_own_cells_and_says_why(graded, student, cells, notes):
     course, _, outcomes, _ = graded
-    assert _cells(course, "warns") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, outcomes["warns"].line()
+    o = outcomes[student]
+    assert _cells(course, student) == cells, o.line()
+    assert o.status == "graded" and (o.score, o.max_score) == (sum(cells.values()), 6), o.line()
+    for note in notes:
+        assert note in _notes(o), o.line()
+
+
+def test_images_pasted_into_markdown_give_a_whole_feedback_page_with_no_script(graded):
+    course, _, outcomes, _ = graded
+    o = outcomes["pasted_images"]
+    assert o.status == "graded" and (o.score, o.max_score) == (6, 6), o.line()
+    html = (course / "feedback" / "pasted_images" / LESSON / "tiny.html").read_text()
+    assert f"data:image/png;base64,{PNG}" in html and f"data:image/jpeg;base64,{JPEG}" in html
+    assert SVG not in html and "alert(" not in html and 'alt="svg"' in html
+
+
+def test_warnings_leave_only_the_graders_verdict_in_the_graded_cell(graded):
+    course, _, _, _ = graded
     # the graded cell keeps only the grader's verdict (nbgrader zeroes a cell with stderr output)
     autograded = nbformat.read(str(course / "autograded" / "warns" / LESSON / NB), as_version=4)
     outputs = _cells_by_id(autograded)["mul_test"].outputs
@@ -242,16 +237,8 @@ def test_warnings_on_stderr_cost_a_correct_answer_nothing(graded):
     assert outputs[0].text.startswith("✔ all 2 checks match the reference solution")
 
 
-def test_warnings_do_not_rescue_a_wrong_answer(graded):
-    course, _, outcomes, _ = graded
-    assert _cells(course, "warns_wrong") == {"add_test": 2, "mul_test": 0, "sub_test": 1}
-
-
-def test_gigantic_output_is_cut_and_graded(graded):
-    course, _, outcomes, _ = graded
-    o = outcomes["gigantic"]
-    assert _cells(course, "gigantic") == {"add_test": 2, "mul_test": 3, "sub_test": 1}, o.line()
-    assert "output was cut" in _notes(o)
+def test_gigantic_output_is_cut_in_autograded_and_feedback(graded):
+    course, _, _, _ = graded
     assert (course / "autograded" / "gigantic" / LESSON / NB).stat().st_size < 1_000_000
     html = next((course / "feedback" / "gigantic" / LESSON).glob("*.html"))
     assert html.stat().st_size < 2_000_000
@@ -264,7 +251,6 @@ def test_gigantic_output_is_cut_and_graded(graded):
     ("other_lesson_renamed", "holds the notebook of lesson 02_other"),
     ("linked", "submitted/linked/01_tiny is a symbolic link; only regular folders are graded"),
     ("linked_student", "submitted/linked_student is a symbolic link"),
-    ("pattern*", "holds a character nbgrader reads as a pattern (*)"),
 ])
 def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
     course, _, outcomes, _ = graded
@@ -272,6 +258,20 @@ def test_unusable_notebook_scores_zero_with_the_reason(graded, student, reason):
     assert o.status == "zero" and reason in o.reason, o.line()
     assert _cells(course, student) == {"add_test": 0, "mul_test": 0, "sub_test": 0}
     assert not (course / "autograded" / student / LESSON).exists()
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("pattern*", "holds a character nbgrader reads as a pattern (*)"),
+    (HOSTILE_ID, "holds ' ' '\"' '(' ')' '<' '=' '>'"),
+])
+def test_an_id_the_course_does_not_take_in_scores_zero_and_is_never_recorded(graded, student, reason):
+    """utils/grading/student_id.py: nothing is graded or written under that name (the gradebook,
+    autograded/, feedback/); the instructor's report says why and what to do."""
+    course, _, outcomes, _ = graded
+    o = outcomes[student]
+    assert o.status == "zero" and reason in o.reason and "rename the folder under submitted/" in o.reason, o.line()
+    assert _cells(course, student) == {}
+    assert not (course / "autograded" / student).exists() and not (course / "feedback" / student).exists()
 
 
 def test_grade_command_reports_each_problem_and_a_failed_export(graded, capsys):

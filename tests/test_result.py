@@ -21,6 +21,7 @@ from utils.grading.pipeline import stamp_gradebooks_in_process
 from utils.grading.result import graded, read_result, result_path, verdicts
 from utils.grading.settings import CourseSettings
 from utils.grading.steps.base import add_note
+from utils.grading.steps.execute import BUDGET_KEY
 from utils.grading.steps.result import WriteResult, recording_failure
 from utils.grading.steps.verdicts import VERDICTS_KEY
 from utils.grading.work import WorkDone
@@ -54,12 +55,14 @@ def test_the_last_step_writes_verdicts_notes_and_the_saved_score(tmp_path):
     nb = new_notebook(cells=[new_code_cell("x = 1")])
     add_note(nb, "restored", "a_test", "test cell 'a_test' was deleted; restored from the source and graded")
     resources[VERDICTS_KEY] = {"a_test": (True, "all 2 checks match"), "b_test": (False, "CheckFailed: expected 3")}
+    budget = {"budget_s": 92, "used_s": 4.1, "reference_s": 3.2, "floor_s": 60, "multiple": 10.0, "limit_s": 1200}
+    resources[BUDGET_KEY] = budget   # what SafeExecute left: the notebook's time budget and its use
     WriteResult(config=config).preprocess(nb, resources)
     result = read_result(result_path(root, "L", "ann", "nb"))
     assert result == {"lesson": "L", "student": "ann", "notebook": "nb",
                       "verdicts": {"a_test": [True, "all 2 checks match"], "b_test": [False, "CheckFailed: expected 3"]},
                       "notes": ["test cell 'a_test' was deleted; restored from the source and graded"],
-                      "score": 2.0, "max_score": 3.0, "late_penalty": 0.0, "reason": ""}
+                      "score": 2.0, "max_score": 3.0, "late_penalty": 0.0, "time_budget": budget, "reason": ""}
     assert graded(result) and verdicts(result)["b_test"] == (False, "CheckFailed: expected 3")
     # plain JSON all the way: what a Dask task returns and the journal keeps
     assert json.loads(json.dumps(result)) == result

@@ -111,12 +111,14 @@ def test_zip_collect_from_lms_downloads(course):
         z.writestr("dave_LATE_1002_5002_tiny-1.ipynb",
                    nbformat.writes(submission_from(release_nb, ref, {"sub": "def sub(a, b):\n    return b - a"})))
         z.writestr("readme.txt", "not a submission")
+        # an id of markup (utils/grading/student_id.py): skipped, with a line saying why
+        z.writestr('x"><img src=x onerror=alert(1)>_1003_5003_tiny.ipynb', nbformat.writes(submission_from(release_nb, ref, {})))
     erin = downloads / "erin_tiny.ipynb"
     nbformat.write(submission_from(release_nb, ref, {"add": "def add(a, b):\n    return 0"}), str(erin))
     before = {p.name: p.read_bytes() for p in downloads.iterdir()}
 
     students = zip_collect(root, LESSON, [archive, erin])
-    assert {"carol", "dave", "erin"} <= set(students)
+    assert {"carol", "dave", "erin"} <= set(students) and not [s for s in students if "<" in s], students
     assert (root / "submitted" / "dave" / LESSON / NB).exists()
     assert {p.name: p.read_bytes() for p in downloads.iterdir()} == before
 

@@ -20,9 +20,9 @@ names, and nbgrader alone would collect what was planted there.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import os
-import re
 import shutil
 import stat
 import sys
@@ -31,10 +31,12 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import check_mode, ignore_patterns, parse_utc
+from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 from traitlets import Float, Integer
 
 from utils.classroom.rehearsal import rehearsal_course
-from utils.coursedir import REPO, ToolError, nbgrader
+from utils.coursedir import REPO, ToolError, nbgrader, shown
+from utils.grading.student_id import id_problem
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
 # "-1" suffix for a resubmission), or plainly "doe_two_phases.ipynb". student_id is the part
@@ -49,7 +51,18 @@ def _run(args: list[str], root: Path, exchange: Path | None = None) -> str:
 
 
 def import_roster(root: Path, csv_path: Path) -> str:
-    """Students from a CSV with columns id,first_name,last_name,email (nbgrader's format)."""
+    """Students from a CSV with columns id,first_name,last_name,email (nbgrader's format). A file
+    holding an id the course does not take in (utils/grading/student_id.py) is refused whole,
+    each such line named, before anything is imported."""
+    problems = []
+    with open(csv_path, newline="", encoding="utf-8-sig") as f:
+        for line, row in enumerate(csv.DictReader(f), start=2):
+            why = id_problem(row.get("id"))
+            if why:
+                problems.append(f"line {line}: {why}")
+    if problems:
+        raise ToolError(f"{shown(str(csv_path))}: nothing imported, {len(problems)} student id(s) refused:\n  "
+                        + "\n  ".join(problems[:20]) + ("\n  ..." if len(problems) > 20 else ""))
     return _run(["db", "student", "import", str(Path(csv_path).resolve())], root)
 
 
@@ -61,9 +74,7 @@ def release(root: Path, lesson: str, exchange: Path | None = None) -> str:
 
 REFUSED = "REFUSED"         # starts every log line of OwnerCheckedCollect about what it left out
 COLLECT_CLASS = "utils.classroom.workflow.OwnerCheckedCollect"   # nbgrader_config.py names it too
-# a student id as it may appear in a submission folder's name (nbgrader's separator '+' excluded;
-# no '/', '.' or '..', no control characters): anything else is refused before it is parsed
-_STUDENT_ID = re.compile(r"^[\w@-][\w.@-]{0,63}$")
+ZIP_COLLECTOR = "utils.classroom.workflow.IdCheckedCollector"
 
 
 # what nbgrader's submit adds to a submission and its later steps read: the time of submission
@@ -132,8 +143,12 @@ class OwnerCheckedCollect(ExchangeCollect):
     def _record(self, path: str) -> dict | None:
         name = os.path.basename(path)
         parts = name.split("+")
-        if len(parts) not in (3, 4) or not _STUDENT_ID.fullmatch(parts[0]) or parts[0] in (".", ".."):
+        if len(parts) not in (3, 4):
             self._note(name, "not a submission's name (STUDENT+LESSON+TIMESTAMP+RANDOM); not collected")
+            return None
+        why = id_problem(parts[0])
+        if why:   # the one rule of every door (utils/grading/student_id.py)
+            self._note(name, f"not a submission's name (STUDENT+LESSON+TIMESTAMP+RANDOM): {why}; not collected")
             return None
         try:
             timestamp = parse_utc(parts[2])
@@ -350,6 +365,19 @@ def collect(root: Path, lesson: str, exchange: Path | None = None, check_owner: 
     return sorted(d.name for d in base.iterdir() if (d / lesson).is_dir()) if base.is_dir() else []
 
 
+class IdCheckedCollector(FileNameCollectorPlugin):
+    """nbgrader's file-name collector of zip_collect, where a file whose student id the course does
+    not take in (utils/grading/student_id.py) is skipped with a REFUSED line naming why."""
+
+    def collect(self, submitted_file: str) -> dict | None:
+        info = super().collect(submitted_file)
+        why = id_problem(info.get("student_id")) if info else None
+        if why:
+            self.log.warning(f"{REFUSED} {os.path.basename(submitted_file)!r}: {why}; not collected")
+            return None
+        return info
+
+
 def zip_collect(root: Path, lesson: str, downloads: list[Path], regexp: str = LMS_REGEXP,
                 force: bool = False) -> list[str]:
     """Submissions downloaded from an LMS (a zip of notebooks, or notebooks) into submitted/.
@@ -358,10 +386,16 @@ def zip_collect(root: Path, lesson: str, downloads: list[Path], regexp: str = LM
     archive.mkdir(parents=True, exist_ok=True)
     for path in downloads:
         shutil.copy2(path, archive / Path(path).name)
-    args = ["zip_collect", lesson, f"--FileNameCollectorPlugin.named_regexp={regexp}"]
+    args = ["zip_collect", lesson, f"--ZipCollectApp.collector_plugin={ZIP_COLLECTOR}",
+            f"--FileNameCollectorPlugin.named_regexp={regexp}"]
     if force:
         args.append("--force")
-    log = _run(args, root)
+    # the collector is named on the command line, read before nbgrader_config.py puts the tools on the path
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    log = nbgrader(args, cwd=Path(root), env_extra={"PYTHONPATH": path}).log
+    for line in log.splitlines():
+        if REFUSED in line:
+            print("zip-collect: " + line.split(REFUSED, 1)[1].strip())
     base = Path(root) / "submitted"
     collected = sorted(d.name for d in base.iterdir() if (d / lesson).is_dir()) if base.is_dir() else []
     skipped = [l.split("in: ", 1)[-1] for l in log.splitlines() if "did not match anything in" in l]

@@ -3,6 +3,7 @@
     python -m utils.grading [LESSON ...]        cli.py: the command (`make grade`)
       run.py         per lesson: plan -> prepare -> run -> record -> report; then grades.csv
       submissions.py plan: read the submissions (zeros with reasons), hash their files
+      student_id.py  the one rule for student ids, asked at every door (collect, grading, zip, roster)
       lesson.py      one run (Grading) and one lesson's grading (LessonGrading): records each result
       runner.py      the runner interface: local.py (work folders on this machine), dask/ (a cluster)
       work.py        one work folder: nbgrader autograde, then feedback; returns WorkDone (plain data)

@@ -193,7 +193,8 @@ class LessonGrading:
             if out.status == "pending":   # never returned by the runner: it says why in its log
                 out.zero("no grading run returned it; see autograde.log")
             if out.status != "graded":
-                gradebook.record_zero(self.grading.settings, self.name, s)
+                if not out.refused_id:   # an id the course never takes in never reaches the gradebook
+                    gradebook.record_zero(self.grading.settings, self.name, s)
                 out.score, out.max_score = 0.0, self.max_score
                 shutil.rmtree(root / "autograded" / s / self.name, ignore_errors=True)
                 shutil.rmtree(root / "feedback" / s / self.name, ignore_errors=True)

@@ -10,6 +10,9 @@ notebook's outputs or parsed out of a log.
      "verdicts": {grade_id: [passed, line]},   # every graded test cell, in notebook order
      "notes": [text, ...],                     # what the steps did (never scored)
      "score": points, "max_score": points, "late_penalty": points,
+     "time_budget": {"budget_s", "used_s",     # the notebook's time budget (steps/execute.py):
+                     "reference_s", "floor_s", # floor + multiple x the reference run, capped by
+                     "multiple", "limit_s"},   # notebook_timeout; None without a reference run
      "reason": ""}                             # why it was not graded; then nothing else counts
 
 It lies in .grading-cache/results/LESSON/STUDENT/NOTEBOOK.json of the folder nbgrader graded in,

@@ -15,6 +15,7 @@ import nbformat
 
 from utils.coursedir import escaped, lessons, nbgrader_meta, shown, source_notebook
 from utils.grading.steps.well_formed import well_formed
+from utils.grading.student_id import id_problem
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Outcome:
     max_score: float | None = None
     file: str | None = None          # the notebook to grade when it was saved under another name
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)   # grade_id -> (passed, line)
+    refused_id: bool = False         # a student id the course never takes in: nothing is recorded for it
 
     def zero(self, reason: str) -> "Outcome":
         self.status, self.reason = "zero", reason
@@ -95,14 +97,8 @@ def _find_notebook(out: Outcome, folder: Path, nb_name: str, known, refused: dic
     return None
 
 
-PATTERN = frozenset("*?[]")   # nbgrader reads a student id as a glob pattern
-
-
 def _unusable_folder(root: Path, lesson: str, student: str) -> str | None:
     """Why the submission's folder cannot be graded as it is, or None."""
-    if PATTERN & set(student):
-        return (f"the student id {shown(student)} holds a character nbgrader reads as a pattern "
-                f"({' '.join(sorted(PATTERN & set(student)))}): rename the folder under submitted/")
     base = Path(root) / "submitted" / student
     for folder, where in ((base, shown(student)), (base / lesson, f"{shown(student)}/{lesson}")):
         if folder.is_symlink():
@@ -116,6 +112,10 @@ def preflight(root: Path, lesson: str, student: str, known=None) -> Outcome:
     known = known or lesson_ids(root)
     out = Outcome(lesson, student)
     folder = Path(root) / "submitted" / student / lesson
+    refused = id_problem(student)
+    if refused:   # never graded nor recorded under that name
+        out.refused_id = True
+        return out.zero(f"{refused}: rename the folder under submitted/ (nothing was recorded for it)")
     unusable = _unusable_folder(root, lesson, student)
     if unusable:
         return out.zero(unusable)
@@ -148,7 +148,8 @@ def safe_preflight(root: Path, lesson: str, student: str, known) -> Outcome:
         return preflight(root, lesson, student, known)
     except Exception as err:  # noqa: BLE001 - the submission is hostile data
         line = (str(err).strip().splitlines() or [type(err).__name__])[0][:160]
-        return Outcome(lesson, student).zero(f"the submission could not be read for grading ({line})")
+        out = Outcome(lesson, student, refused_id=id_problem(student) is not None)
+        return out.zero(f"the submission could not be read for grading ({line})")
 
 
 def _irregular(folder: Path) -> dict[str, str]:

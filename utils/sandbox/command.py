@@ -1,13 +1,16 @@
 """The command line that starts a kernel in its sandbox: bwrap with its namespaces and user
-(`namespaces`, `kernel_uid`), the mounts, the kernel's whole environment (`kernel_env`)
-(`bwrap_command`), then the launcher (`launch_args`), then the kernel's own command.
+(`namespaces`, `kernel_uid`), the seccomp filter (seccomp.py), the mounts, the kernel's whole
+environment (`kernel_env`) (`bwrap_command`), then the launcher (`launch_args`), then the kernel's
+own command.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,15 +22,29 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NU
 PASS_ENV = THREAD_VARS + ("NBGRADER_EXECUTION", "CUDA_VISIBLE_DEVICES", "MPLBACKEND", "LANG", "LC_ALL", "TZ")
 
 
-def namespaces(uid: int) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def has_option(bwrap: str, option: str) -> bool:
+    """Whether this bwrap's --help names `option`."""
+    exe = shutil.which(bwrap) or bwrap
+    try:
+        proc = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30, env={})
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return f"{option} " in proc.stdout + proc.stderr
+
+
+def namespaces(uid: int, bwrap: str = "bwrap") -> list[str]:
     """bwrap's namespace options. As an ordinary user: a user namespace mapping the kernel's uid
     65534 to the grader's (RLIMIT_NPROC counts the grader's processes). As root: no user namespace
     (inside one, the kernel would still be root outside, which RLIMIT_NPROC exempts); the launcher
-    becomes `uid` outside too, with only what it needs to copy the submission and change user."""
+    becomes `uid` outside too, with only what it needs to copy the submission and change user.
+    In the user namespace, `--disable-userns` where this bwrap has it (0.8 on): no process inside
+    can make a user namespace of its own (the seccomp filter refuses it in both cases)."""
     common = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
               "--die-with-parent", "--new-session"]
     if uid < 0:
-        return ["--unshare-user", "--uid", "65534", "--gid", "65534", *common]
+        nested = ["--disable-userns"] if has_option(bwrap, "--disable-userns") else []
+        return ["--unshare-user", *nested, "--uid", "65534", "--gid", "65534", *common]
     caps = ["--cap-drop", "ALL"] + [a for c in ("SETUID", "SETGID", "CHOWN", "DAC_READ_SEARCH")
                                     for a in ("--cap-add", f"CAP_{c}")]
     return common + caps
@@ -55,9 +72,13 @@ def kernel_env() -> dict[str, str]:
     return env
 
 
-def bwrap_command(layout: Layout, env: dict[str, str], uid: int = -1, bwrap: str = "bwrap") -> list[str]:
-    """The bwrap prefix: `namespaces(uid)`, the mounts of `layout`, a clean environment `env`."""
-    cmd = [shutil.which(bwrap) or bwrap, *namespaces(uid)]
+def bwrap_command(layout: Layout, env: dict[str, str], uid: int = -1, bwrap: str = "bwrap",
+                  seccomp_fd: int | None = None) -> list[str]:
+    """The bwrap prefix: `namespaces(uid)`, the seccomp program bwrap reads from `seccomp_fd`
+    (seccomp.program_fd; passed on to bwrap), the mounts of `layout`, a clean environment `env`."""
+    cmd = [shutil.which(bwrap) or bwrap, *namespaces(uid, bwrap)]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     links = {args[-1] for args, _ in layout if args[0] == "--symlink"}
     parents = sorted({str(a) for args, _ in layout for a in Path(args[-1]).parents if str(a) != "/"} - links)
     for folder in parents:   # bwrap would make them 0700: the kernel's uid could not pass

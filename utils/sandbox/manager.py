@@ -42,6 +42,7 @@ from utils.sandbox.limits import in_cgroups, kernel_limits, remove_cgroup
 from utils.sandbox.mounts import KERNEL_TMP, RUN, give_to, mounts, new_rundir
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 from utils.sandbox.processes import forward_output, kernel_process, sandbox_pid
+from utils.sandbox.seccomp import filter_in_words, program_fd
 from utils.sandbox.sockets import SafeSockets
 
 
@@ -143,6 +144,11 @@ class _SandboxLifecycle(SafeSockets, SandboxSettings, AsyncKernelManager):
 
     cleanup_resources = _async_cleanup_resources
 
+    def _close_seccomp_fd(self) -> None:
+        if getattr(self, "_seccomp_fd", None) is not None:
+            os.close(self._seccomp_fd)
+            self._seccomp_fd = None
+
     def _drop_rundir(self) -> None:
         if self._rundir:
             shutil.rmtree(self._rundir, ignore_errors=True)
@@ -168,6 +174,7 @@ class SandboxKernelManager(_SandboxLifecycle):
     _workdir: str | None = None
     _inside_ip: str | None = None
     _uid: int = -1
+    _seccomp_fd: int | None = None
     limits_applied: list = []
 
     def _check_sandbox(self) -> None:
@@ -208,20 +215,29 @@ class SandboxKernelManager(_SandboxLifecycle):
         give_to(self._rundir, self._uid)   # the kernel (its own uid) reads its connection file
         python = kernel_python(self._workdir, self._rundir, *self.hidden) + [p for p in self.extra_readonly if os.path.isdir(p)]
         mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
-        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap)
+        self._close_seccomp_fd()
+        self._seccomp_fd = program_fd()   # read by bwrap when it starts (_async_launch_kernel passes it on)
+        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap,
+                               self._seccomp_fd)
         launch = launch_args(mem, self.process_limit, self.copy_limit_mb << 20, work // 2, self._uid,
                              self._workdir, os.path.dirname(self._inside_ip))
         self._drop_cgroups()   # a restarted kernel gets fresh groups
         self._cgroups, self.limits_applied = kernel_limits(self.process_limit, self.memory_limit_mb, self.cpu_limit,
                                                            self.work_size_mb, self._uid, self.cgroups)
+        self.limits_applied = self.limits_applied + [filter_in_words()]
         self.log.info("sandbox limits: %s", "; ".join(self.limits_applied))
         return in_cgroups(prefix + launch + cmd, self._cgroups)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         if self.enabled:   # bwrap itself starts with nothing of the grader's environment
             kw["env"] = {"PATH": "/usr/bin:/bin"}
+            if self._seccomp_fd is not None:
+                kw["pass_fds"] = (self._seccomp_fd,)
         try:
-            await super()._async_launch_kernel(kernel_cmd, **kw)
+            try:
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+            finally:
+                self._close_seccomp_fd()
             if self.enabled:   # the kernel's sockets, as the grader reaches them
                 pid = sandbox_pid(self.provisioner.pid, getattr(self.provisioner, "process", None))
                 self.ip = f"/proc/{pid}/root{self._inside_ip}"

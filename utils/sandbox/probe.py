@@ -18,6 +18,7 @@ import tempfile
 from utils.sandbox.command import bwrap_command, kernel_env, kernel_uid, launch_args, namespaces
 from utils.sandbox.interpreter import kernel_python
 from utils.sandbox.mounts import KERNEL_TMP, give_to, mounts, new_rundir
+from utils.sandbox.seccomp import program_fd
 
 OPT_OUT = "c.SandboxKernelManager.enabled = False"
 TRIAL = "import ipykernel.kernelapp, course; print('kernel can start')"
@@ -31,7 +32,7 @@ def unavailable(bwrap: str = "bwrap") -> str | None:
         return (f"'{bwrap}' is not installed (Debian/Ubuntu: apt-get install bubblewrap; "
                 f"Fedora: dnf install bubblewrap)")
     try:
-        proc = subprocess.run([exe, *namespaces(0 if os.geteuid() == 0 else -1), "--ro-bind", "/", "/",
+        proc = subprocess.run([exe, *namespaces(0 if os.geteuid() == 0 else -1, bwrap), "--ro-bind", "/", "/",
                                "--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs", "/tmp", "true"],
                               capture_output=True, text=True, timeout=30, env={})
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -62,18 +63,20 @@ def trial_start(bwrap: str = "bwrap") -> str | None:
     """One kernel's sandbox started for real (the same mounts, user, launcher and interpreter, a
     trivial program instead of the kernel): None when it ran, else bwrap's or Python's own last
     lines. Once per process, before anyone is graded."""
-    work = rundir = None
+    work = rundir = fd = None
     try:
-        work, rundir, uid = tempfile.mkdtemp(prefix="kc-"), new_rundir(), kernel_uid()
+        work, rundir, uid, fd = tempfile.mkdtemp(prefix="kc-"), new_rundir(), kernel_uid(), program_fd()
         give_to(rundir, uid)
         layout = mounts(work, rundir, kernel_python(work, rundir), 64 << 20)
-        cmd = bwrap_command(layout, kernel_env(), uid, bwrap) + launch_args(
+        cmd = bwrap_command(layout, kernel_env(), uid, bwrap, fd) + launch_args(
             0, 0, 0, 0, uid, work, f"{KERNEL_TMP}/.trial") + [sys.executable, "-c", TRIAL]
         proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
-                              env={"PATH": "/usr/bin:/bin"})
+                              env={"PATH": "/usr/bin:/bin"}, pass_fds=() if fd is None else (fd,))
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{err}"
     finally:
+        if fd is not None:
+            os.close(fd)
         for folder in (work, rundir):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)

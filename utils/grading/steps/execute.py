@@ -13,9 +13,17 @@ dropped as they arrive, with a note. The sandbox's kernel manager refuses any si
 larger than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE), and its
 client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
 
-A notebook has `notebook_timeout` seconds in all (kernel starts and re-runs included): a cell
-running when it is spent is interrupted, the cells after it are not run (their graded cells score
-0 with that reason) and the report says so.
+A notebook's time is bounded twice. Its budget comes from its lesson's reference run (the
+reference solution's kernel time, utils/grading/reference.py): `budget_floor` + `budget_multiple`
+x that time (60 s + 10 x 3.2 s = 92 s for a lesson whose reference runs in 3.2 s). Every cell's
+run counts against it (re-runs after a dead kernel included) but a cell stopped by its own cell
+timeout, which already costs that cell and says so; once the budget is spent the cells left are
+not run (their graded cells score 0 with that reason), so sleeping cells hold a worker for the
+budget and at most one cell more. `notebook_timeout` stays the hard limit on everything (kernel
+starts and timed-out cells included): a cell running when it is spent is interrupted. The budget
+and the seconds it used are in the notebook's result file (BUDGET_KEY); a slow machine raises
+`c.SafeExecute.budget_multiple` or `budget_floor`. Without a reference run (plain nbgrader execute
+without ReferenceObservations) only `notebook_timeout` holds.
 """
 
 from __future__ import annotations
@@ -31,10 +39,14 @@ from nbclient.util import ensure_async, run_sync
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import output_from_msg
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer
+from traitlets import Bool, Float, Integer
 
+from utils.grading.reference import RESOURCE_KEY
 from utils.grading.steps.base import add_note, grade_id
 from utils.sandbox.manager import SandboxKernelManager
+
+
+BUDGET_KEY = "time_budget"   # in resources, then in the result file: the notebook's budget and its use
 
 
 def error_output(ename: str, evalue: str) -> NotebookNode:
@@ -70,6 +82,14 @@ class SafeExecute(Execute):
     notebook_timeout = Integer(1200, help="Seconds one notebook may take in all (kernel starts and "
                                           "re-runs included); the cells left when they are spent are "
                                           "not run (0 for their graded cells). 0: no limit").tag(config=True)
+    budget_floor = Integer(60, help="Seconds every notebook has, on top of budget_multiple times its "
+                                    "lesson's reference run, for its cells (a cell stopped by its own "
+                                    "timeout not counted); the cells left when it is spent are not run "
+                                    "(0 for their graded cells)").tag(config=True)
+    budget_multiple = Float(10.0, help="The notebook's time budget is budget_floor plus this many times "
+                                       "the lesson's reference run (its kernel time); raise it on a "
+                                       "machine slower than the one the reference ran on. 0 with a "
+                                       "budget_floor of 0: no budget (notebook_timeout only)").tag(config=True)
     max_output_bytes = Integer(32 << 20, help="Bytes of outputs one notebook's kernel may send; what "
                                               "arrives beyond is dropped as it arrives").tag(config=True)
     max_outputs_arrived = Integer(2000, help="Outputs one cell may send; later ones are dropped as they "
@@ -90,9 +110,17 @@ class SafeExecute(Execute):
         self._dropped = 0          # outputs dropped as they arrived
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout > 0 else math.inf
         self._out_of_time = False
+        reference = (resources or {}).get(RESOURCE_KEY)
+        self._reference_seconds = getattr(reference, "seconds", None)
+        self.budget = self.time_budget(self._reference_seconds)
+        self._charged = 0.0        # seconds of cells counted against the budget
         try:
             return super().preprocess(nb, resources, km)
         finally:
+            if isinstance(resources, dict):
+                resources[BUDGET_KEY] = {"budget_s": self.budget, "used_s": round(self._charged, 1),
+                                         "reference_s": self._reference_seconds, "floor_s": self.budget_floor,
+                                         "multiple": self.budget_multiple, "limit_s": self.notebook_timeout}
             if self._dropped:
                 self._note("output-dropped", None, f"{self._dropped} output(s) sent by the kernel beyond "
                                                    f"{self.max_output_bytes >> 20} MiB (or {self.max_outputs_arrived} "
@@ -129,6 +157,15 @@ class SafeExecute(Execute):
             timeout = left if timeout is None else min(timeout, left)
         return timeout
 
+    def time_budget(self, reference_seconds) -> int | None:
+        """budget_floor + budget_multiple x the reference's seconds, never past notebook_timeout;
+        None without a reference run's time (or with floor and multiple 0)."""
+        if not isinstance(reference_seconds, (int, float)) or not 0 < reference_seconds < math.inf \
+                or (self.budget_floor <= 0 and self.budget_multiple <= 0):
+            return None
+        budget = math.ceil(self.budget_floor + self.budget_multiple * reference_seconds)
+        return min(budget, self.notebook_timeout) if self.notebook_timeout > 0 else budget
+
     def _note(self, event: str, cell, text: str) -> None:
         add_note(self.nb, event, grade_id(cell) if cell is not None else None, text)
 
@@ -137,14 +174,28 @@ class SafeExecute(Execute):
             return super().preprocess_cell(cell, resources, index)
         where = grade_id(cell) or f"#{index}"
         if not self._out_of_time and time.monotonic() >= self._deadline:
-            self._out_of_time = True
+            self._out_of_time = f"its total time limit of {self.notebook_timeout} s"
             self._note("notebook-timeout", None, f"the notebook ran past its total limit of {self.notebook_timeout} s "
                                                  f"(SafeExecute.notebook_timeout); the cells from #{index} on were "
                                                  f"not run (0 for their graded cells)")
+        elif not self._out_of_time and self.budget is not None and self._charged >= self.budget:
+            self._out_of_time = f"its time budget of {self.budget} s"
+            self._note("notebook-budget", None, f"the notebook's cells used its time budget of {self.budget} s "
+                                                f"({self.budget_floor} s + {self.budget_multiple:g} x the reference "
+                                                f"run's {self._reference_seconds:.1f} s; SafeExecute.budget_floor, "
+                                                f"budget_multiple); the cells from #{index} on were not run "
+                                                f"(0 for their graded cells)")
         if self._out_of_time:
-            cell.outputs = [error_output("NotebookTimeout", f"not run: the notebook ran past its total time "
-                                                            f"limit of {self.notebook_timeout} s")]
+            cell.outputs = [error_output("NotebookTimeout", f"not run: the notebook ran past {self._out_of_time}")]
             return cell, self.resources
+        start = time.monotonic()
+        try:
+            return self._run_cell(cell, resources, index, where)
+        finally:
+            if not self._timed_out(cell):   # a cell stopped by its own timeout has cost its points already
+                self._charged += time.monotonic() - start
+
+    def _run_cell(self, cell, resources, index, where):
         if self._gave_up:
             cell.outputs = [error_output("NotRun", "not run: the kernel died or hung too often in "
                                                    "earlier cells of this notebook")]

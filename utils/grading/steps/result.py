@@ -14,6 +14,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from utils.grading.result import result_path, write_result
 from utils.grading.steps.base import read_notes
+from utils.grading.steps.execute import BUDGET_KEY
 from utils.grading.steps.verdicts import VERDICTS_KEY
 
 MAX_REASON = 300
@@ -40,7 +41,7 @@ class WriteResult(NbGraderPreprocessor):
             "verdicts": {gid: list(v) for gid, v in resources.get(VERDICTS_KEY, {}).items()},
             "notes": [n["text"] for n in read_notes(nb) if isinstance(n.get("text"), str)],
             "score": float(score or 0.0), "max_score": float(max_score or 0.0),
-            "late_penalty": float(penalty or 0.0), "reason": ""})
+            "late_penalty": float(penalty or 0.0), "time_budget": resources.get(BUDGET_KEY), "reason": ""})
         return nb, resources
 
 

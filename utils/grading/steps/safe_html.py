@@ -14,6 +14,13 @@ the exporter's Jinja filters, in every template: `markdown2html` (nbconvert's re
 `title`, `alt`, `align`, and `href`/`src` with http(s), mailto or in-page links (images also
 `data:image/...` of PNG, JPEG or GIF). No script, style, iframe, form, event handler, `style`
 attribute, SVG or javascript:/data: link survives; what is not allowed is shown as text.
+
+nbgrader's formgrade template also prints the names it is given (the student id, the student's
+names, the notebook's path, inside a `data-link` attribute too) without escaping them. The course's
+doors refuse an id that is not plain (utils/grading/student_id.py); as a second guard, `EscapedNames`
+(an exporter preprocessor, also set by `configure_html`) HTML-escapes those names in the resources
+before any template renders them, so that a name reaching the gradebook some other way (plain
+`nbgrader autograde`, a hand-made gradebook) shows as text.
 """
 
 from __future__ import annotations
@@ -52,18 +59,37 @@ def safe_html(html) -> str:
                         protocols={"http", "https", "mailto", "data"}, strip=False, strip_comments=True)
 
 
+_ATTACHMENT = re.compile(r"(?<![\w-])attachment:([^\s)\"'>]+)")
+MISSING = "missing-attachment:"   # no scheme the cleaner keeps: the image's alt text is shown
+
+
+def without_missing_attachments(source: str, attachments) -> str:
+    """`source` with every reference to an attachment the cell does not hold made a dead link:
+    nbconvert stops the whole page at one (`missing attachment`), and WellFormed drops the
+    attachments that are not images it keeps."""
+    names = attachments if isinstance(attachments, dict) else {}
+    return _ATTACHMENT.sub(lambda m: m.group(0) if m.group(1) in names else MISSING + m.group(1), source)
+
+
 class SafeMarkdown:
     """The exporter's markdown2html filter (attachments, anchors, math as nbconvert renders them),
-    its HTML then cleaned by `safe_html`."""
+    its HTML then cleaned by `safe_html`; a reference to an attachment the cell does not hold shows
+    the image's alt text."""
 
     def __init__(self, exporter):
         self.exporter = exporter
 
     def __call__(self, context, source):
         from nbconvert.exporters import HTMLExporter
+        from nbconvert.filters.markdown_mistune import InvalidNotebook
 
         exporter = self.exporter if isinstance(self.exporter, HTMLExporter) else HTMLExporter()
-        return safe_html(HTMLExporter.markdown2html(exporter, context, source))
+        cell = context.get("cell", {}) if hasattr(context, "get") else {}
+        source = without_missing_attachments(source, cell.get("attachments") if hasattr(cell, "get") else None)
+        try:
+            return safe_html(HTMLExporter.markdown2html(exporter, context, source))
+        except InvalidNotebook:   # an attachment named in a way the rewrite missed: no attachment at all
+            return safe_html(HTMLExporter.markdown2html(exporter, context, source.replace("attachment:", MISSING)))
 
 
 def _context_filter():
@@ -82,11 +108,32 @@ def _context_filter():
     return SafeMarkdown2HTML
 
 
+def _escaped_names():
+    from markupsafe import escape
+    from nbconvert.preprocessors import Preprocessor
+
+    class EscapedNames(Preprocessor):
+        """The names nbgrader's formgrader puts in an export's resources, HTML-escaped: its
+        template prints them as they are."""
+
+        names = ("student", "first_name", "last_name", "notebook_path", "notebook_id", "assignment_id")
+
+        def preprocess(self, nb, resources):
+            for key in self.names:
+                if isinstance(resources.get(key), str):
+                    resources[key] = str(escape(resources[key]))
+            return nb, resources
+
+    return EscapedNames
+
+
 def configure_html(c) -> None:
-    """Sanitised HTML in every nbconvert HTML export the course's config reaches."""
+    """Sanitised HTML, and escaped names, in every nbconvert HTML export the course's config reaches."""
     c.HTMLExporter.sanitize_html = True
+    c.HTMLExporter.preprocessors = ["utils.grading.steps.safe_html.EscapedNames"]
     c.HTMLExporter.filters = {"markdown2html": "utils.grading.steps.safe_html.SafeMarkdown2HTML",
                               "clean_html": "utils.grading.steps.safe_html.safe_html"}
 
 
 SafeMarkdown2HTML = _context_filter()
+EscapedNames = _escaped_names()

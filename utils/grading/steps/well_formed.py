@@ -5,11 +5,18 @@ editable and deletable are kept): a cell that is not a dict or of an unknown typ
 is dropped, a source that is not text becomes text, metadata that is not a dict becomes {}, and the
 cell's nbgrader metadata keeps only its known keys with values of their type (nbgrader then restores
 the graded cells from the gradebook as usual). Outputs are dropped: the grader runs the notebook.
+A Markdown cell keeps its attachments (an image pasted into it) that are images the feedback page
+can show: PNG, JPEG or GIF whose bytes are what they say, at most MAX_ATTACHMENT bytes each and
+MAX_ATTACHMENTS a notebook, re-encoded; SVG (a document that can hold script) and anything else is
+dropped, and the page shows the image's alt text instead (safe_html.SafeMarkdown rewrites a
+reference to an attachment that is not there; nbconvert would stop the whole page).
 utils.grading.submissions.preflight reads submissions through `well_formed` too.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 
 from nbformat.corpus.words import generate_corpus_id as random_cell_id
@@ -20,12 +27,49 @@ CELL_TYPES = ("code", "markdown", "raw")
 NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "grade_id": str,
                  "points": (int, float), "schema_version": int, "checksum": str, "cell_type": str}
 MAX_TEXT = 2_000_000   # characters of one cell's source kept
+MAX_ATTACHMENT = 1 << 20        # bytes of one image attached to a Markdown cell
+MAX_ATTACHMENTS = 4 << 20       # bytes of all of a notebook's attached images
+IMAGES = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",), "image/gif": (b"GIF87a", b"GIF89a")}
 
 
 def _text(value) -> str:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "".join(value)
     return value[:MAX_TEXT] if isinstance(value, str) else ""
+
+
+def _image(mime, data, room: int) -> str | None:
+    """The attachment's data re-encoded when it is an image of a kept type within `room` bytes."""
+    if mime not in IMAGES or not isinstance(data, (str, list)):
+        return None
+    data = _text(data) if isinstance(data, list) else data
+    if len(data) > (min(room, MAX_ATTACHMENT) * 4) // 3 + 8:
+        return None
+    try:
+        raw = base64.b64decode(data.encode("ascii"))
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        return None
+    if not raw.startswith(IMAGES[mime]) or len(raw) > min(room, MAX_ATTACHMENT):
+        return None
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _attachments(given, room: list[int]) -> dict:
+    """The kept images of a Markdown cell's attachments ({name: {mime: base64}}), `room[0]` the
+    notebook's bytes left for them."""
+    kept = {}
+    if not isinstance(given, dict):
+        return kept
+    for name, bundle in list(given.items())[:20]:
+        if not isinstance(name, str) or not 0 < len(name) <= 200 or not name.isprintable() or not isinstance(bundle, dict):
+            continue
+        for mime, data in bundle.items():
+            image = _image(mime, data, room[0])
+            if image is not None:
+                kept[name] = {mime: image}
+                room[0] -= len(image) * 3 // 4
+                break
+    return kept
 
 
 def _nbgrader(meta) -> dict | None:
@@ -45,8 +89,9 @@ def _nbgrader(meta) -> dict | None:
     return kept
 
 
-def well_formed_cell(cell) -> NotebookNode | None:
-    """`cell` rebuilt from its well-typed parts, or None for what is not a cell."""
+def well_formed_cell(cell, room: list[int] | None = None) -> NotebookNode | None:
+    """`cell` rebuilt from its well-typed parts, or None for what is not a cell; `room` the bytes
+    left for the notebook's attached images."""
     if not isinstance(cell, dict) or cell.get("cell_type") not in CELL_TYPES:
         return None
     given = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
@@ -61,13 +106,18 @@ def well_formed_cell(cell) -> NotebookNode | None:
         new["id"] = cell["id"]
     if cell["cell_type"] == "code":
         new.update(outputs=[], execution_count=None)
+    if cell["cell_type"] == "markdown" and cell.get("attachments"):
+        attachments = _attachments(cell.get("attachments"), room if room is not None else [MAX_ATTACHMENTS])
+        if attachments:
+            new["attachments"] = attachments
     return from_dict(new)
 
 
 def well_formed(nb) -> NotebookNode:
     """The notebook `nb` with every cell well formed (in place, and returned)."""
     cells = nb.get("cells") if isinstance(nb.get("cells"), list) else []
-    nb["cells"] = [c for c in (well_formed_cell(c) for c in cells) if c is not None]
+    room = [MAX_ATTACHMENTS]
+    nb["cells"] = [c for c in (well_formed_cell(c, room) for c in cells) if c is not None]
     if nb.get("nbformat_minor", 0) >= 5:   # cell ids are required from 4.5 on, and unique
         seen = set()
         for cell in nb["cells"]:
