@@ -271,6 +271,7 @@ def test_the_config_fails_closed_without_the_plugins(tmp_path, monkeypatch, caps
     assert "nothing is graded" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_gradebook_revision_read_in_process_is_the_one_alembic_reports(tmp_path):
     """New gradebooks are stamped with utils.grading.pipeline.alembic_head, not nbgrader's `alembic heads`
     subprocess: both name the same revision, and a gradebook nbgrader creates under the course's

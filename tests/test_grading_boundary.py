@@ -137,6 +137,7 @@ def test_outputs_widgets_and_unknown_messages_are_capped_or_dropped_as_they_arri
     assert sum(len(r.getMessage()) for r in caplog.records) < 1000   # nothing the kernel sent was logged
 
 
+@pytest.mark.slow
 def test_the_nbgrader_log_is_bounded_as_it_is_read():
     from utils.coursedir import BoundedLog
 
@@ -218,6 +219,7 @@ def test_the_sandboxs_channels_connect_through_a_descriptor(tmp_path):
 
 # --- 5. a total time per notebook ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_notebook_of_many_short_cells_is_stopped_at_its_total_and_scored_with_its_reason(tmp_path):
     from utils.grading.steps.base import read_notes
     from utils.grading.steps.execute import SafeExecute

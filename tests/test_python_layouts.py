@@ -121,6 +121,7 @@ def broken_layout(monkeypatch):
     probe.trial_start.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_layout, tmp_path):
     from utils.authoring import demo
     from utils.grading.settings import CourseSettings, require_sandbox

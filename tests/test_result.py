@@ -109,6 +109,7 @@ def test_what_a_run_returns_says_why_a_student_was_not_graded():
     assert pickle.loads(pickle.dumps(done)) == done
 
 
+@pytest.mark.slow
 def test_the_template_holds_the_lesson_as_the_course_gradebook_defines_it(tmp_path):
     """Built in-process from the course's gradebook (SQLite or a server): the same cells, points,
     checksums and due date as `nbgrader generate_assignment` recorded, and no student."""

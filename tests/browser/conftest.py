@@ -43,10 +43,6 @@ SERVER_START_S = 120  # a loaded 2-core machine; JupyterLab usually answers with
 UI_TIMEOUT_MS = 60_000  # default for every wait in the browser
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: drives JupyterLab in headless Chromium (tests/browser)")
-
-
 def missing_browser() -> str | None:
     """Why the browser tests cannot run here, or None."""
     if not Path(CHROMIUM).exists():
