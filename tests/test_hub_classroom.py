@@ -46,7 +46,7 @@ from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, scratch_config, submission_from
 from utils.classroom.rehearsal import rehearsal_lessons
 
-# a class's round trip through a real hub: 143 s on a quiet machine, 555 s at load 11 to 14
+# a class's round trip through a real hub: 143 s in make test, 373 s at load 8 to 11 (docs/benchmarks.md)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"
 ONLY_VISIBLE = "def mul(a, b):\n    return 6 if (a, b) == (2, 3) else 0"   # 3/6: the hidden mul check fails
