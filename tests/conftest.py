@@ -23,7 +23,9 @@ import pytest
 import grading_runs
 
 from utils.authoring import nbauthor as nb
-from utils.coursedir import REPO, nbgrader, scratch_config
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scratch import scratch_config
 
 SYNTH = "00_synthetic"
 

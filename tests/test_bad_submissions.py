@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.coursedir import nbgrader_meta, submission_from
+from utils.notebooks import nbgrader_meta, submission_from
 from utils.grading.run import grade, grade_lessons
 from utils.grading.submissions import preflight
 from utils.classroom.rehearsal import rehearsal_course
@@ -156,7 +156,7 @@ def graded(tmp_path_factory):
 
 
 def _cells(course: Path, student: str) -> dict[str, float]:
-    from utils.coursedir import read_scores_url
+    from utils.scores import read_scores_url
     from utils.grading.settings import course_settings
 
     s = course_settings(course)

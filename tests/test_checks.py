@@ -389,7 +389,8 @@ def test_each_lesson_cell_shows_its_numbers_in_one_notation():
     (labels that name 1,000 tokens, numbers that pass and numbers that fail)."""
     import nbformat
 
-    from utils.coursedir import BEGIN_HIDDEN, REPO, nbgrader_meta
+    from utils.lessons import REPO
+    from utils.notebooks import BEGIN_HIDDEN, nbgrader_meta
 
     mixed, seen = [], 0
     for path in sorted((REPO / "release").glob("*/*.ipynb")):

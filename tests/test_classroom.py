@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from utils.classroom import setup as classroom
-from utils.coursedir import ToolError
+from utils.errors import ToolError
 
 
 def test_students_file_plain_or_roster_csv(tmp_path):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from utils.bench import gpu_check
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 SMI = """+-----------------------------------------------------------------------------------------+
 | NVIDIA-SMI 570.86.15              Driver Version: 570.86.15      CUDA Version: 12.8     |

@@ -258,7 +258,7 @@ def test_install_puts_the_reference_before_execute_and_verdicts_right_after():
 def test_the_config_fails_closed_without_the_plugins(tmp_path, monkeypatch, capsys):
     from traitlets.config import Config
 
-    from utils.coursedir import REPO
+    from utils.lessons import REPO
 
     config = tmp_path / "nbgrader_config.py"
     config.write_text((REPO / "nbgrader_config.py").read_text())

@@ -43,7 +43,9 @@ import pytest
 
 from utils.classroom.setup import install_course, runnable_by_everyone
 from utils.authoring import nbauthor as A
-from utils.coursedir import REPO, scratch_config, submission_from
+from utils.lessons import REPO
+from utils.notebooks import submission_from
+from utils.scratch import scratch_config
 from utils.classroom.rehearsal import rehearsal_lessons
 
 # a class's round trip through a real hub: 143 s in make test, 373 s at load 8 to 11 (docs/benchmarks.md)

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 from utils.authoring.language_info import kernel_language_info, stamp
 
 

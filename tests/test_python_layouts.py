@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from utils.coursedir import REPO, ToolError
+from utils.errors import ToolError
+from utils.lessons import REPO
 from utils.sandbox.probe import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"bubblewrap cannot run here: {unavailable()}")

@@ -15,7 +15,9 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets.config import Config
 
-from utils.coursedir import REPO, nbgrader, scratch_course
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scratch import scratch_course
 from utils.grading.gradebook import lesson_template
 from utils.grading.pipeline import stamp_gradebooks_in_process
 from utils.grading.result import graded, read_result, result_path, verdicts

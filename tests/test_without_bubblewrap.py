@@ -20,7 +20,11 @@ import pytest
 
 from utils.authoring import demo
 from utils.authoring.check import REFERENCE, RELEASE
-from utils.coursedir import REPO, ToolError, nbgrader, read_scores, scratch_course
+from utils.errors import ToolError
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scores import read_scores
+from utils.scratch import scratch_course
 from utils.sandbox.probe import OPT_OUT
 
 from conftest import SYNTH, make_course, synthetic_cells

@@ -34,7 +34,9 @@ from nbgrader.utils import check_mode, ignore_patterns, parse_utc
 from traitlets import Float, Integer
 
 from utils.classroom.rehearsal import rehearsal_course
-from utils.coursedir import REPO, ToolError, nbgrader
+from utils.errors import ToolError
+from utils.lessons import REPO
+from utils.processes import nbgrader
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a
 # "-1" suffix for a resubmission), or plainly "doe_two_phases.ipynb". student_id is the part
