@@ -280,7 +280,7 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
     with student.step("no traceback anywhere: an answer cell's own stub says so in one line"):
         # An answer cell (the quiz's, a graded prediction's) runs nbgrader's `raise
         # NotImplementedError()` stub at its top level: the notebook's NotImplementedError
-        # (course.checks.Stub, no IPython handler) shows it as one line.
+        # (course.stubs.Stub, no IPython handler) shows it as one line.
         errors = page.locator(f"{NB_PANEL} {ERROR_OUTPUT}").all_inner_texts()
         tracebacks = [t for t in errors if "Traceback" in t or any(len(x) > 76 for x in t.splitlines())]
         assert not tracebacks, f"{len(tracebacks)} outputs are tracebacks or long lines; the first:\n{tracebacks[0]}"
