@@ -118,7 +118,7 @@ _watched: dict[int, tuple[str, list[str]]] = {}   # thread id -> (the test's id,
 
 
 def _refuse(what) -> None:
-    """Refuse in a watched thread; `what(*)` says what the test tried."""
+    """Refuse in a watched thread (a fast test's own); `what()` says what the test tried."""
     watched = _watched.get(threading.get_ident())
     if watched is None:
         return
@@ -165,9 +165,10 @@ def _guarded_connect(original):
 
 
 def _install_process_guards() -> None:
-    """Wrap every way a Python process starts another (each wrapper refuses only in a watched
-    thread): subprocess.Popen (asyncio's subprocesses and jupyter_client's kernels go through it),
-    os.fork, os.forkpty, os.posix_spawn[p], os.system and multiprocessing's spawn."""
+    """Wrap every way a Python process starts another, and a socket's connect (each wrapper refuses
+    only in a watched thread, else calls through): subprocess.Popen (asyncio's subprocesses and
+    jupyter_client's kernels go through it), os.fork, os.forkpty, os.posix_spawn[p], os.system,
+    multiprocessing's spawn and forkserver, and a connection to an address that is not loopback."""
     popen = subprocess.Popen._execute_child
     if getattr(popen, "__wrapped__", None) is not None:
         return
