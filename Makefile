@@ -1,5 +1,6 @@
 # The course's commands. Each creates the environment (.venv) when it is missing.
 #   make demo   build the release, grade three sample submissions end to end, print the scores
+#   make test-fast  the fast layer: every test that starts no process and reaches no network (under a minute)
 #   make test   the test suite (what CI runs), then its 20 slowest tests
 #   make classroom INSTRUCTOR=NAME STUDENTS=FILE   as root on a bare Debian/Ubuntu server: a class
 #               (utils/classroom/setup.sh; CLASSROOM_ARGS=... passes more options, e.g. --create-users)
@@ -13,7 +14,7 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to start as root (containers often run as root) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: classroom env system-deps demo-deps demo test build check grade bench bench-grading gpu-check lab validate lab-instructor clean
+.PHONY: classroom env system-deps demo-deps demo test test-fast build check grade bench bench-grading gpu-check lab validate lab-instructor clean
 
 $(STAMP): requirements.txt requirements-pins.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +45,12 @@ system-deps:
 # says, at the top and in its summary, that it did so without the sandbox.
 demo-deps:
 	@bash utils/system_deps.sh bubblewrap
+
+# The fast layer: every test marked neither slow nor browser, in this one process. Such a test
+# starts no kernel or other process and reaches no network (tests/conftest.py fails one that does),
+# so it needs no Debian package either.
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" -q -rs --durations=5
 
 # Two test processes, each test file whole in one of them (TEST_PROCESSES=0: all in this one);
 # each lesson is still graded once per run (tests/grading_runs.py).

@@ -16,7 +16,7 @@ No line is longer than 76 characters (``nbgrader validate`` indents by four and 
 an 80-column terminal shows the rest), and what matters comes on the first line:
 
 - a check that fails: ``CheckFailed: expected 0.03, returned 0.02985 (0.995x the expected)``,
-  then ``  check: TPOT (s)``; both numbers in one notation (format_number: positional, grouped
+  then ``  check: TPOT (s)``; both numbers in one notation (course.formatting: positional, grouped
   from five digits, never e-notation below 1e21), their ratio when they differ by more than
   rounding; where both do not fit one line, the returned value goes on the next;
 - an exercise not written yet (``raise NotImplementedError()`` still in place): the function's
@@ -29,7 +29,7 @@ an 80-column terminal shows the rest), and what matters comes on the first line:
 Outside any check (a given cell that calls a function not written yet, an answer cell's own stub),
 the stub's exception says in one line which function is not written yet: importing this module
 gives the notebook's namespace its own ``NotImplementedError`` (``Stub``, a subclass of the
-builtin, see name_stubs). No IPython handler or hook is installed, and library code keeps the
+builtin, see course/stubs.py). No IPython handler or hook is installed, and library code keeps the
 builtin.
 
 Any other error raised inside the student's code (a ``TypeError`` in their function, say) passes
@@ -45,30 +45,15 @@ from __future__ import annotations
 import math
 import re
 import sys
-import textwrap
-from pathlib import Path
 from typing import Any, Callable
 
+from course.formatting import expected_returned, format_pair, ratio_note, short_lines
 from course.observe import grading, observe
+from course.stubs import is_stub, name_stubs, not_written_message, raising_function
 
 __all__ = ["CheckFailed", "checking", "check_close", "check_equal", "check_raises"]
 
 QUIZ_NAME = re.compile(r"[pq]\d+[a-z]?")  # q1, q3b (quiz answers), p1 (a graded prediction)
-
-
-WIDTH = 76  # an 80-column terminal, less the four spaces `nbgrader validate` indents errors with
-
-
-def short_lines(text: str, width: int = WIDTH) -> list[str]:
-    """`text` in lines of at most `width` characters: each of its own lines wrapped at spaces,
-    the second and later indented by two. `nbgrader validate` cuts a longer line (and its
-    dialog does not wrap one), so what matters must come first and stay short."""
-    lines: list[str] = []
-    for i, paragraph in enumerate(text.split("\n")):
-        indent = "" if i == 0 else "  "
-        lines += textwrap.wrap(paragraph, width, initial_indent=indent, subsequent_indent="  ",
-                               break_on_hyphens=False) or [indent]
-    return lines
 
 
 class CheckFailed(AssertionError):
@@ -106,9 +91,9 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
             # The numbers come first, then the check's own label (see short_lines).
             raise err.with_traceback(None) from None
         raised_here = tb is not None and tb.tb_next is None  # in the test cell, not in a function
-        if _is_stub(err, tb):
+        if is_stub(err, tb):
             self._close_new_figures()
-            raise CheckFailed(not_written_message(_raising_function(tb), self.title)) from None
+            raise CheckFailed(not_written_message(raising_function(tb), self.title)) from None
         if isinstance(err, NameError) and raised_here:
             self._close_new_figures()
             name = getattr(err, "name", None) or _quoted_name(str(err)) or "a name"
@@ -134,74 +119,9 @@ class checking:  # noqa: N801 - used like a function: `with checking("Exercise A
             plt.close(number)
 
 
-def not_written_message(function: str | None, title: str | None = None) -> str:
-    """What a `raise NotImplementedError()` stub says: which function to write, first."""
-    where = f"[{title}] " if title else ""
-    if function is None:  # the stub sits at the top level of the cell that ran: an answer cell
-        return (f"this cell is not answered yet: write your answer here"
-                f"\n{where}in place of `raise NotImplementedError()`, then run this cell")
-    return (f"`{function}` is not written yet"
-            f"\n{where}write it in its cell above, in place of `raise NotImplementedError()`, "
-            f"then run that cell and this one")
-
-
-class Stub(NotImplementedError):
-    """What `raise NotImplementedError()` raises in a lesson's own cells: name_stubs() puts this
-    name in the notebook's namespace (and nowhere else: the library code keeps the builtin, and
-    no IPython handler or hook is installed). A stub left in a student's function is shown as one
-    line naming the function to write, wherever the function is called from; any other
-    NotImplementedError (one with a message, or raised in a library) keeps its usual traceback."""
-
-    @property
-    def _render_traceback_(self):
-        tb = self.__traceback__
-        if not _is_stub(self, tb):
-            raise AttributeError("_render_traceback_")  # IPython then formats the usual traceback
-        first = not_written_message(_raising_function(tb)).split("\n")[0]
-        return lambda: short_lines(f"NotImplementedError: {first}")
-
-
-Stub.__name__ = "NotImplementedError"  # as the cell's error and the grader name it (pickle keeps the qualname, Stub)
-
-
-def name_stubs(shell: Any = None) -> bool:
-    """Give the running notebook (IPython's user namespace) Stub as NotImplementedError; False
-    outside IPython. Called once when this module is imported (every lesson's setup cell)."""
-    if shell is None:
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None:
-        return False
-    shell.user_ns.setdefault("NotImplementedError", Stub)
-    return True
-
-
 def _open_figures() -> set[int] | None:
     plt = sys.modules.get("matplotlib.pyplot")  # never import it ourselves: it is slow
     return set(plt.get_fignums()) if plt is not None else set()
-
-
-_LIBRARY_PATHS = ("site-packages", "dist-packages", str(Path(__file__).parent))
-
-
-def _is_stub(err: BaseException, tb) -> bool:
-    """A student's `raise NotImplementedError()` stub: no message, raised in the student's own
-    code, not in a library (torch raises NotImplementedError, with a message, for an operation a
-    backend lacks) nor in this package."""
-    if not isinstance(err, NotImplementedError) or str(err):
-        return False
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    filename = tb.tb_frame.f_code.co_filename if tb is not None else ""
-    return not any(part in filename for part in _LIBRARY_PATHS)
-
-
-def _raising_function(tb) -> str | None:
-    """Name of the function that raised, if it is a function (not a cell's top level)."""
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    name = tb.tb_frame.f_code.co_name if tb is not None else None
-    return name if name and not name.startswith("<") else None
 
 
 def _quoted_name(message: str) -> str | None:
@@ -209,7 +129,7 @@ def _quoted_name(message: str) -> str | None:
     return found.group(1) if found else None
 
 
-# --- numbers: one format for both, and their ratio -------------------------------------------
+# --- what came back -----------------------------------------------------------------------------
 
 def _number(value: Any) -> float | None:
     """`value` as a float if it is a real number (Python, numpy or torch scalar), else None."""
@@ -227,73 +147,6 @@ def _number(value: Any) -> float | None:
     if isinstance(inner, (int, float)) and not isinstance(inner, bool):
         return float(inner)
     return None
-
-
-EXTREME = 1e21  # beyond this (a wildly wrong answer) digits stop helping: e-notation for both
-
-
-def _grouped(digits: str) -> str:
-    """Thousands separators from five digits on (12,345 and 1234): the labels' 1,000-token
-    prompts are words, the checks' numbers are read side by side."""
-    return f"{int(digits):,}" if len(digits) >= 5 else digits
-
-
-def format_number(x: float, digits: int = 6) -> str:
-    """`x` in the checks' one notation: positional, thousands grouped, never e-notation but past
-    1e21. A whole number shows all its digits; any other shows `digits` significant ones (more to
-    the left of the point when it is large), trailing zeros dropped."""
-    if not math.isfinite(x):
-        return str(x)
-    if x == int(x) and abs(x) < EXTREME:
-        sign, whole = ("-" if x < 0 else ""), str(abs(int(x)))
-        return sign + _grouped(whole)
-    if abs(x) >= EXTREME or abs(x) < 1 / EXTREME:
-        return f"{x:.{digits}g}"
-    decimals = max(digits - 1 - math.floor(math.log10(abs(x))), 0)
-    text = f"{abs(x):.{decimals}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    whole, point, fraction = text.partition(".")
-    return ("-" if x < 0 else "") + _grouped(whole) + point + fraction
-
-
-def format_pair(expected: float, returned: float, tell_apart: bool = True) -> tuple[str, str]:
-    """Both numbers in the same notation (format_number, the same significant digits: 6, or as
-    many as it takes, up to 17, to tell them apart). Where one is beyond 1e21, both are in
-    e-notation."""
-    extreme = any(math.isfinite(v) and v != 0 and not (1 / EXTREME <= abs(v) < EXTREME) for v in (expected, returned))
-    digits = 6
-
-    def both(d: int) -> tuple[str, str]:
-        if extreme:
-            return f"{expected:.{d}g}", f"{returned:.{d}g}"
-        return format_number(expected, d), format_number(returned, d)
-
-    shown = both(digits)
-    while tell_apart and digits < 17 and shown[0] == shown[1] and expected != returned:
-        digits += 1
-        shown = both(digits)
-    return shown
-
-
-def ratio_note(expected: float, returned: float) -> str:
-    """' (8x the expected)', ' (1/1000 of the expected)', ' (0.995x the expected)', or ''."""
-    if not (math.isfinite(expected) and math.isfinite(returned)) or expected == 0 or returned == 0:
-        return ""
-    r = returned / expected
-    if r < 0:
-        return " (the opposite sign)"
-    if abs(r - 1) < 1e-3:
-        return ""
-    if r >= 2:
-        return f" ({_factor(r)}x the expected)"
-    if r <= 0.5:
-        return f" (1/{_factor(1 / r)} of the expected)"
-    return f" ({r:.4g}x the expected)"
-
-
-def _factor(x: float) -> str:
-    return format_number(round(x)) if x >= 100 else f"{x:.3g}"
 
 
 def _describe(value: Any) -> str:
@@ -382,13 +235,6 @@ def _outcome(func: Callable[..., Any], args: tuple, kwargs: dict, names: str | N
     except Exception as err:  # noqa: BLE001 - whatever the student raised is the observation
         return type(err).__name__
     return "returned"
-
-
-def expected_returned(expected: str, returned: str, note: str = "", verb: str = "returned") -> str:
-    """'expected X, returned Y (ratio)' on the first line of a CheckFailed where it fits, else
-    the returned value and ratio on the line after it."""
-    one = f"expected {expected}, {verb} {returned}{note}"
-    return one if len(f"CheckFailed: {one}") <= WIDTH else f"expected {expected},\n{verb} {returned}{note}"
 
 
 def _fail(label: str, message: str) -> None:

@@ -202,7 +202,8 @@ def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
     `expected`, read by read_roofline. A failure says, in one line, which line was read as the
     roofline, why that one, and what to change. While autograding, observes each height."""
     __tracebackhide__ = True
-    from course.checks import CheckFailed, expected_returned, format_pair, ratio_note
+    from course.checks import CheckFailed
+    from course.formatting import expected_returned, format_pair, ratio_note
     from course.observe import grading, observe
 
     intensities = [float(p) for p in expected]
@@ -238,7 +239,8 @@ def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
     """Visible check of drawn points: the height (FLOP/s) of the marker at each intensity
     (FLOP/byte) of `expected`, read by marker_heights. While autograding, observes each height."""
     __tracebackhide__ = True
-    from course.checks import CheckFailed, expected_returned, format_pair, ratio_note
+    from course.checks import CheckFailed
+    from course.formatting import expected_returned, format_pair, ratio_note
     from course.observe import grading, observe
 
     intensities = [float(p) for p in expected]

@@ -1,13 +1,21 @@
-"""Shared fixtures: a small fabricated lesson for testing the instructor tools quickly."""
+"""Shared fixtures: a small fabricated lesson for testing the instructor tools quickly; and the
+fast layer's rule: a test not marked slow (or browser) starts no process and reaches no other
+machine (`make test-fast` runs those tests alone)."""
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import ipaddress
 import json
+import multiprocessing.util
 import os
 import shutil
+import socket
+import subprocess
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,7 +23,9 @@ import pytest
 import grading_runs
 
 from utils.authoring import nbauthor as nb
-from utils.coursedir import REPO, nbgrader, scratch_config
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scratch import scratch_config
 
 SYNTH = "00_synthetic"
 
@@ -89,6 +99,129 @@ def _rank(item) -> int:
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)
+
+
+# --- the fast layer: enforced, not hoped ---------------------------------------------------------
+# While a test that is marked neither slow nor browser sets up and runs, whatever starts a process
+# (subprocess and asyncio's subprocesses, a Jupyter kernel, nbgrader, bwrap, multiprocessing, a
+# fork) or connects to another machine fails that test with an error naming it. Only the test's own
+# thread is watched: a slow test's servers and clusters, running in threads of their own while a
+# fast test runs in the same process, keep starting what they start.
+SLOW_MARKERS = ("slow", "browser")
+
+
+class SlowTestInFastLayer(RuntimeError):
+    """A test outside the slow layer started a process or reached the network."""
+
+
+_watched: dict[int, tuple[str, list[str]]] = {}   # thread id -> (the test's id, what it tried)
+
+
+def _refuse(what) -> None:
+    """Refuse in a watched thread (a fast test's own); `what()` says what the test tried."""
+    watched = _watched.get(threading.get_ident())
+    if watched is None:
+        return
+    nodeid, tried = watched
+    try:
+        what = what()
+    except Exception:   # noqa: BLE001 - the description is a courtesy; the refusal is not
+        what = "started a process"
+    tried.append(what)
+    raise SlowTestInFastLayer(f"{nodeid} {what}, but it is not marked slow: the fast layer (make test-fast) "
+                              f"runs no process and reaches no network; mark it slow (@pytest.mark.slow)")
+
+
+def _guarded(what, original):
+    def guarded(*args, **kwargs):
+        _refuse(lambda: what(*args))
+        return original(*args, **kwargs)
+    guarded.__wrapped__ = original
+    return guarded
+
+
+def _program(args) -> str:
+    args = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args or [])
+    return " ".join(str(a) for a in args[:3]) + (" ..." if len(args) > 3 else "")
+
+
+def _remote(address) -> bool:
+    """An Internet address that is not this machine's loopback (Unix sockets never are remote)."""
+    if not isinstance(address, tuple) or not address or not isinstance(address[0], str):
+        return False
+    try:
+        return not ipaddress.ip_address(address[0].split("%")[0]).is_loopback
+    except ValueError:   # a host name
+        return address[0] != "localhost"
+
+
+def _guarded_connect(original):
+    def connect(sock, address):
+        if _remote(address):
+            _refuse(lambda: f"connected to {address!r}")
+        return original(sock, address)
+    connect.__wrapped__ = original
+    return connect
+
+
+def _install_process_guards() -> None:
+    """Wrap every way a Python process starts another, and a socket's connect (each wrapper refuses
+    only in a watched thread, else calls through): subprocess.Popen (asyncio's subprocesses and
+    jupyter_client's kernels go through it), os.fork, os.forkpty, os.posix_spawn[p], os.system,
+    multiprocessing's spawn and forkserver, and a connection to an address that is not loopback."""
+    popen = subprocess.Popen._execute_child
+    if getattr(popen, "__wrapped__", None) is not None:
+        return
+    subprocess.Popen._execute_child = _guarded(lambda self, args, *rest: f"started a process ({_program(args)})",
+                                               popen)
+    for name in ("fork", "forkpty"):
+        if hasattr(os, name):
+            setattr(os, name, _guarded(lambda: "forked a process (os.fork)", getattr(os, name)))
+    for name in ("posix_spawn", "posix_spawnp"):
+        if hasattr(os, name):
+            setattr(os, name, _guarded(lambda path, argv, *rest: f"started a process ({_program(argv)})",
+                                       getattr(os, name)))
+    os.system = _guarded(lambda command: f"started a shell ({_program([command])})", os.system)
+    multiprocessing.util.spawnv_passfds = _guarded(lambda path, args, fds: f"started a process ({_program(args)})",
+                                                   multiprocessing.util.spawnv_passfds)
+    socket.socket.connect = _guarded_connect(socket.socket.connect)
+    socket.socket.connect_ex = _guarded_connect(socket.socket.connect_ex)
+
+
+@contextmanager
+def _fast_layer_rule(item):
+    if any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+        yield None
+        return
+    ident, tried = threading.get_ident(), []
+    _watched[ident] = (item.nodeid, tried)
+    try:
+        yield tried
+    finally:
+        _watched.pop(ident, None)
+
+
+def pytest_configure(config):
+    _install_process_guards()
+
+
+def _run_under_the_rule(item):
+    with _fast_layer_rule(item) as tried:
+        result = yield
+    if tried:   # refused, even where the test caught the error and went on
+        raise SlowTestInFastLayer(f"{item.nodeid} {tried[0]}, but it is not marked slow: mark it slow "
+                                  f"(@pytest.mark.slow, or pytestmark = pytest.mark.slow for a whole file)")
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _run_under_the_rule(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _run_under_the_rule(item))
 
 
 @pytest.fixture(scope="session", autouse=True)

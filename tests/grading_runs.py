@@ -37,7 +37,7 @@ import nbformat
 from filelock import FileLock
 
 from utils.authoring.check import REFERENCE, RELEASE, LessonCheck, check_lesson
-from utils.coursedir import REPO, source_notebook
+from utils.lessons import REPO, source_notebook
 from utils.authoring.samples_io import load_samples, sample_submission
 
 __all__ = ["REFERENCE", "RELEASE", "MISTAKEN", "LessonRun", "graded", "judged_in_one_kernel", "want", "want_samples",

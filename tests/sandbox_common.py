@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 
 LESSON, NB, QUIZ = "01_tiny", "tiny.ipynb", "03_quiz"

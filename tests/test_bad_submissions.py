@@ -18,7 +18,7 @@ import nbformat
 import pytest
 
 from steps_common import JPEG, PNG, SVG
-from utils.coursedir import nbgrader_meta, submission_from
+from utils.notebooks import nbgrader_meta, submission_from
 from utils.grading.run import grade, grade_lessons
 from utils.grading.submissions import preflight
 from utils.classroom.rehearsal import rehearsal_course
@@ -167,7 +167,7 @@ def graded(tmp_path_factory):
 
 
 def _cells(course: Path, student: str) -> dict[str, float]:
-    from utils.coursedir import read_scores_url
+    from utils.scores import read_scores_url
     from utils.grading.settings import course_settings
 
     s = course_settings(course)

@@ -21,7 +21,9 @@ import pytest
 
 from course.observe import MIME
 from utils.authoring import nbauthor as A
-from utils.coursedir import nbgrader, scratch_config, submission_from
+from utils.notebooks import submission_from
+from utils.processes import nbgrader
+from utils.scratch import scratch_config
 from utils.grading.run import grade_lessons
 from utils.grading.settings import course_settings
 from utils.sandbox.probe import unavailable
@@ -140,7 +142,7 @@ def graded(tmp_path_factory):
         nbformat.write(submission_from(release, source, overrides), str(folder / NB))
     run = grade_lessons(course, [LESSON], workers=2, cell_timeout=60, quiet=True)
     s = course_settings(course)
-    from utils.coursedir import read_scores_url
+    from utils.scores import read_scores_url
 
     scores: dict[str, dict[str, float]] = {}
     for r in read_scores_url(s.db_url, s.course_id, [LESSON]):

@@ -20,10 +20,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from course.checks import (WIDTH, CheckFailed, check_close, check_equal, check_raises, checking,  # noqa: E402
-                           format_number, format_pair, name_stubs, ratio_note)
+from course.checks import CheckFailed, check_close, check_equal, check_raises, checking  # noqa: E402
+from course.formatting import WIDTH, format_number, format_pair, ratio_note  # noqa: E402
 from course.plotting import drawing  # noqa: E402
 from course.quiz import QuizAnswerError, check_choice  # noqa: E402
+from course.stubs import name_stubs  # noqa: E402
 
 
 def stub(x):
@@ -389,7 +390,8 @@ def test_each_lesson_cell_shows_its_numbers_in_one_notation():
     (labels that name 1,000 tokens, numbers that pass and numbers that fail)."""
     import nbformat
 
-    from utils.coursedir import BEGIN_HIDDEN, REPO, nbgrader_meta
+    from utils.lessons import REPO
+    from utils.notebooks import BEGIN_HIDDEN, nbgrader_meta
 
     mixed, seen = [], 0
     for path in sorted((REPO / "release").glob("*/*.ipynb")):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from utils.classroom import setup as classroom
-from utils.coursedir import ToolError
+from utils.errors import ToolError
 
 
 def test_students_file_plain_or_roster_csv(tmp_path):
@@ -77,6 +77,7 @@ def _tree(folder: Path) -> set[str]:
             and ".pytest_cache" not in p.parts and p.relative_to(folder).parts[0] != "artifacts"}
 
 
+@pytest.mark.slow
 def test_the_course_package_is_installed_as_a_copy_without_touching_the_checkout(tmp_path):
     """The class's environment holds its own copy of `course` (the checkout may be private,
     moved or deleted afterwards), and building it writes nothing (build/, *.egg-info) here."""
@@ -100,6 +101,7 @@ def test_the_course_package_is_installed_as_a_copy_without_touching_the_checkout
     assert "differs" in classroom.course_copy_state(python)
 
 
+@pytest.mark.slow
 def test_the_setup_starts_with_the_standard_library_alone(tmp_path):
     """On a bare server utils.classroom.setup runs in an empty environment, before nbformat is there."""
     import subprocess
@@ -163,6 +165,7 @@ def test_the_mount_of_a_path():
     assert classroom.mount_of(Path("/"))[0] == "/"
 
 
+@pytest.mark.slow
 def test_the_one_command_without_a_class_installs_nothing():
     """`bash utils/classroom/setup.sh` without --instructor stops before installing anything;
     --help prints the usage (the script's and the setup's options)."""

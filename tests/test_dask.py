@@ -39,14 +39,17 @@ import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
 from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
-from utils.coursedir import REPO, read_scores_url, scratch_course
+from utils.lessons import REPO
+from utils.scores import read_scores_url
+from utils.scratch import scratch_course
 from utils.authoring.demo import place_samples
 from utils.grading.run import grade_lessons
 from utils.grading.settings import CACHE
 from utils.grading.reference import Reference
 from utils.authoring.samples_io import load_samples
 
-pytestmark = pytest.mark.slow
+# the module's fixture grades lesson 1 on a loopback cluster (79 s in make test, docs/benchmarks.md)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 COURSE_ID = "prefill-decode"
 # A submission that takes seconds on a worker, waiting rather than computing: the reference answer
 KILL_STUDENTS = ("ann", "bo", "cy")
@@ -212,7 +215,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     from distributed import Client
 
     from conftest import SYNTH, make_course, synthetic_cells
-    from utils.coursedir import submission_from
+    from utils.notebooks import submission_from
 
     db = _database(postgres_url, "gradebook_kill")
     course = make_course(tmp_path / "course", synthetic_cells())
@@ -295,7 +298,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
     # Then the scheduler is lost (SIGKILL) while the grader makes the lesson's gradebook template
     # (the workers have been checked, the reference is in the cache): one line on stderr, exit 1,
     # and no grades.csv left over from the runs before to pass for this one's.
-    from utils.coursedir import kill_tree
+    from utils.processes import kill_tree
     from utils.grading.lesson import LessonGrading
 
     template = LessonGrading.make_template
@@ -405,7 +408,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason(tmp_pa
     pytest.importorskip("distributed")
     from distributed.scheduler import KilledWorker
 
-    from utils.coursedir import ToolError
+    from utils.errors import ToolError
     from utils.grading.dask.runner import DaskRunner
     from utils.grading.lesson import GradeRun, Grading, LessonGrading
     from utils.grading.settings import CourseSettings, Options
@@ -454,7 +457,7 @@ def test_a_key_task_that_no_worker_finishes_stops_in_one_line():
     for KEY_WAIT s at most, then one line (workers busy with other work, or stuck)."""
     from types import SimpleNamespace
 
-    from utils.coursedir import ToolError
+    from utils.errors import ToolError
     from utils.grading.dask import runner
 
     waited = []
@@ -491,7 +494,7 @@ def test_the_benchmark_command_line(capsys):
 # --- addresses that are not a scheduler, a cluster without workers, a scheduler lost --------------
 
 def _one_line_refusal(address: str, match: str, **options) -> str:
-    from utils.coursedir import ToolError
+    from utils.errors import ToolError
     from utils.grading.dask.runner import DaskRunner
 
     start = time.monotonic()

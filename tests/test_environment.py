@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;]+)$")
 REQUIRED = {"jupyterlab", "nbgrader", "numpy", "matplotlib", "torch"}

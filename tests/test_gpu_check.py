@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from utils.bench import gpu_check
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 SMI = """+-----------------------------------------------------------------------------------------+
 | NVIDIA-SMI 570.86.15              Driver Version: 570.86.15      CUDA Version: 12.8     |
@@ -206,6 +206,7 @@ sys.exit(gpu_check.main(["--cpu", "--skip-notebook"]))
 """
 
 
+@pytest.mark.slow
 def test_a_second_sigterm_does_not_cut_the_note_short(tmp_path):
     proc = subprocess.run([sys.executable, "-c", SIGTERM_TWICE, str(tmp_path)], cwd=REPO, capture_output=True,
                           text=True, timeout=300, start_new_session=True)
@@ -225,6 +226,7 @@ def _installed() -> set[str]:
     return {f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: the check would run for real")
 def test_gpu_check_with_a_preinstalled_torch_and_no_network_runs_to_its_end(tmp_path):
     """`python -m utils.bench.gpu_check` and `make gpu-check PY=...` with this environment's torch, the
@@ -248,6 +250,7 @@ def test_gpu_check_with_a_preinstalled_torch_and_no_network_runs_to_its_end(tmp_
     assert (set(gpu_check.RECORDS.glob("*")) if gpu_check.RECORDS.exists() else set()) == records
 
 
+@pytest.mark.slow
 def test_a_python_without_the_packages_is_told_what_it_lacks(tmp_path):
     """A bare Python (no torch, no nbclient): the check names them all and exits 3, installing nothing."""
     bare = tmp_path / "bare"

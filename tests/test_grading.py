@@ -258,7 +258,7 @@ def test_install_puts_the_reference_before_execute_and_verdicts_right_after():
 def test_the_config_fails_closed_without_the_plugins(tmp_path, monkeypatch, capsys):
     from traitlets.config import Config
 
-    from utils.coursedir import REPO
+    from utils.lessons import REPO
 
     config = tmp_path / "nbgrader_config.py"
     config.write_text((REPO / "nbgrader_config.py").read_text())
@@ -271,6 +271,7 @@ def test_the_config_fails_closed_without_the_plugins(tmp_path, monkeypatch, caps
     assert "nothing is graded" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_gradebook_revision_read_in_process_is_the_one_alembic_reports(tmp_path):
     """New gradebooks are stamped with utils.grading.pipeline.alembic_head, not nbgrader's `alembic heads`
     subprocess: both name the same revision, and a gradebook nbgrader creates under the course's

@@ -137,8 +137,9 @@ def test_outputs_widgets_and_unknown_messages_are_capped_or_dropped_as_they_arri
     assert sum(len(r.getMessage()) for r in caplog.records) < 1000   # nothing the kernel sent was logged
 
 
+@pytest.mark.slow
 def test_the_nbgrader_log_is_bounded_as_it_is_read():
-    from utils.coursedir import BoundedLog
+    from utils.processes import BoundedLog
 
     log = BoundedLog(head=1000, tail=4000)
     proc = subprocess.Popen([sys.executable, "-c", "import sys\nfor i in range(300): sys.stdout.write('x' * 99999 + '\\n')\n"
@@ -218,6 +219,7 @@ def test_the_sandboxs_channels_connect_through_a_descriptor(tmp_path):
 
 # --- 5. a total time per notebook ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_notebook_of_many_short_cells_is_stopped_at_its_total_and_scored_with_its_reason(tmp_path):
     from utils.grading.steps.base import read_notes
     from utils.grading.steps.execute import SafeExecute
@@ -250,7 +252,7 @@ def test_the_total_time_is_stated_in_the_config():
 # --- 6. every printed name quoted ----------------------------------------------------------------
 
 def test_a_name_with_newlines_or_control_characters_cannot_forge_report_lines():
-    from utils.coursedir import CellScore, score_table
+    from utils.scores import CellScore, score_table
     from utils.grading.submissions import Outcome
 
     evil = "mallory\n01_two_phases  alice: 0/5  ZERO: \x1b[2Kcopied"

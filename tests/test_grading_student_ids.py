@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from utils.classroom import workflow
-from utils.coursedir import ToolError
+from utils.errors import ToolError
 from utils.grading.student_id import id_problem
 from utils.grading.submissions import preflight
 

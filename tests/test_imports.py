@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 # modules that import project modules inside functions on purpose, each with why (never to break a cycle)
 LAZY = {"utils.bench.gpu_check": "it runs in a bare Python that may lack torch, nbformat or nbclient, and names "

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 from utils.authoring.language_info import kernel_language_info, stamp
 
 
@@ -26,6 +26,7 @@ def reported() -> dict:
         km.shutdown_kernel(now=True)
 
 
+@pytest.mark.slow
 def test_every_release_notebook_holds_what_the_kernel_reports(reported):
     assert kernel_language_info() == reported and set(reported) > {"name", "version", "mimetype"}
     notebooks = sorted((REPO / "release").glob("*/*.ipynb"))
@@ -37,6 +38,7 @@ def test_every_release_notebook_holds_what_the_kernel_reports(reported):
         assert info == {k: v for k, v in reported.items() if k != "version"}, f"{path}: {info}"
 
 
+@pytest.mark.slow
 def test_the_students_copy_takes_their_own_kernels_version(tmp_path, reported):
     lesson = next((REPO / "release").glob("*/*.ipynb"))
     copy = tmp_path / "lessons" / lesson.parent.name / lesson.name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 SOURCE = REPO / "source" / "01_two_phases" / "two_phases.ipynb"
 

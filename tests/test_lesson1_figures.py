@@ -19,7 +19,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from utils.coursedir import REPO, nbgrader_meta, strip_markers  # noqa: E402
+from utils.lessons import REPO  # noqa: E402
+from utils.notebooks import nbgrader_meta, strip_markers  # noqa: E402
 
 SOURCE = REPO / "source" / "01_two_phases" / "two_phases.ipynb"
 

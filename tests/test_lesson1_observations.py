@@ -22,7 +22,8 @@ import nbformat
 import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want, want_samples
-from utils.coursedir import REPO, graded_cells
+from utils.lessons import REPO
+from utils.notebooks import graded_cells
 from utils.authoring.samples_io import load_samples
 
 pytestmark = pytest.mark.slow

@@ -24,7 +24,8 @@ import re
 import nbformat
 import pytest
 
-from utils.coursedir import BEGIN_HIDDEN, END_HIDDEN, REPO, nbgrader_meta
+from utils.lessons import REPO
+from utils.notebooks import BEGIN_HIDDEN, END_HIDDEN, nbgrader_meta
 
 LESSON = "01_two_phases"
 SOURCE = REPO / "source" / LESSON / "two_phases.ipynb"

@@ -9,7 +9,8 @@ import re
 import nbformat
 import pytest
 
-from utils.coursedir import REPO, nbgrader_meta
+from utils.lessons import REPO
+from utils.notebooks import nbgrader_meta
 
 LESSON = "02_arithmetic_intensity"
 NOTEBOOK = REPO / "source" / LESSON / "arithmetic_intensity.ipynb"
@@ -119,7 +120,7 @@ def reference(nb):
 
     import numpy as np
 
-    from utils.coursedir import strip_markers
+    from utils.notebooks import strip_markers
 
     namespace = {"math": math, "np": np, "BOUND_COLOR": "grey"}
     for cell in nb.cells:

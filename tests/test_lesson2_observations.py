@@ -22,7 +22,8 @@ import nbformat
 import pytest
 
 from grading_runs import RELEASE, graded, judged_in_one_kernel, want_samples
-from utils.coursedir import REPO, nbgrader_meta, source_notebook
+from utils.lessons import REPO, source_notebook
+from utils.notebooks import nbgrader_meta
 from utils.authoring.samples_io import load_samples
 
 pytestmark = pytest.mark.slow

@@ -77,6 +77,7 @@ def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
         assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
 
 
+@pytest.mark.slow
 def test_gpu_check_refuses_without_a_gpu_and_renders_a_record(capsys, monkeypatch):
     from utils.bench import gpu_check
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
@@ -133,6 +134,7 @@ def test_share_of_products_pairs_each_round_and_takes_the_median():
         neighbour.share_of_products(step, Sampled("matvec", [0.03]))
 
 
+@pytest.mark.slow
 def test_neighbour_benchmark_compares_decode_with_bare_products_in_both_conditions(monkeypatch):
     from course import models
     monkeypatch.setitem(models.PRESETS, "tiny", TINY)

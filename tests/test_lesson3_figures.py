@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 
 from course.plotting import BOUND_COLOR, DECODE_COLOR, hidden_series  # noqa: E402
-from utils.coursedir import REPO  # noqa: E402
+from utils.lessons import REPO  # noqa: E402
 
 SOURCE = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
 

@@ -21,7 +21,8 @@ import pytest
 import nbformat
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, samples_module, want_samples
-from utils.coursedir import REPO, nbgrader_meta, submission_from
+from utils.lessons import REPO
+from utils.notebooks import nbgrader_meta, submission_from
 from utils.grading.steps.observations import compare_notebooks, run_observed
 
 LESSON = "03_timing_prefill_decode"

@@ -23,7 +23,8 @@ import nbformat
 import torch
 import pytest
 
-from utils.coursedir import REPO, nbgrader_meta
+from utils.lessons import REPO
+from utils.notebooks import nbgrader_meta
 
 LESSON = "03_timing_prefill_decode"
 SOURCE = REPO / "source" / LESSON / "timing_prefill_decode.ipynb"

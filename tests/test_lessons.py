@@ -10,10 +10,11 @@ from __future__ import annotations
 import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want_samples
-from utils.coursedir import REPO, lessons
+from utils.lessons import REPO, lessons
 from utils.authoring.samples_io import load_samples
 
-pytestmark = pytest.mark.slow
+# each course check grades its lesson (lesson 3: 170 s in make test, docs/benchmarks.md; several times that loaded)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 LESSONS = lessons(REPO)
 for _lesson in LESSONS:
     want_samples(_lesson)

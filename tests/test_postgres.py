@@ -20,10 +20,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.coursedir import submission_from
-from utils.coursedir import nbgrader
+from utils.notebooks import submission_from
+from utils.processes import nbgrader
 from utils.grading.run import grade_lessons
-from utils.coursedir import read_scores_url
+from utils.scores import read_scores_url
 from utils.grading.report import report
 from utils.classroom.rehearsal import rehearsal_course
 

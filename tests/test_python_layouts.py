@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from utils.coursedir import REPO, ToolError
+from utils.errors import ToolError
+from utils.lessons import REPO
 from utils.sandbox.probe import unavailable
 
 pytestmark = pytest.mark.skipif(unavailable() is not None, reason=f"bubblewrap cannot run here: {unavailable()}")
@@ -121,6 +122,7 @@ def broken_layout(monkeypatch):
     probe.trial_start.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_layout, tmp_path):
     from utils.authoring import demo
     from utils.grading.settings import CourseSettings, require_sandbox

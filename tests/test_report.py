@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from utils.coursedir import CellScore
-from utils.coursedir import read_scores_url
+from utils.scores import CellScore
+from utils.scores import read_scores_url
 from utils.grading.report import class_stats, report, stats_table
 
 COURSE_ID = "prefill-decode"
@@ -27,7 +27,7 @@ LESSON_OF = {"q_easy": "01_a", "q_mid": "01_a", "q_hard": "01_a", "q_other": "02
 def gradebook_course(tmp_path: Path) -> Path:
     """A course folder whose gradebook.db holds four graded students (made with nbgrader's API)."""
     from nbgrader.api import Gradebook
-    from utils.coursedir import alembic_on_path
+    from utils.scores import alembic_on_path
 
     alembic_on_path()
     (tmp_path / "nbgrader_config.py").write_text(

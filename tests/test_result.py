@@ -15,7 +15,9 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets.config import Config
 
-from utils.coursedir import REPO, nbgrader, scratch_course
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scratch import scratch_course
 from utils.grading.gradebook import lesson_template
 from utils.grading.pipeline import stamp_gradebooks_in_process
 from utils.grading.result import graded, read_result, result_path, verdicts
@@ -112,6 +114,7 @@ def test_what_a_run_returns_says_why_a_student_was_not_graded():
     assert pickle.loads(pickle.dumps(done)) == done
 
 
+@pytest.mark.slow
 def test_the_template_holds_the_lesson_as_the_course_gradebook_defines_it(tmp_path):
     """Built in-process from the course's gradebook (SQLite or a server): the same cells, points,
     checksums and due date as `nbgrader generate_assignment` recorded, and no student."""

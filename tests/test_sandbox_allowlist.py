@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 from utils.sandbox.probe import unavailable
 from sandbox_common import TAG, in_kernel
 

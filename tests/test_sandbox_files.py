@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 from utils.sandbox.probe import unavailable
 from sandbox_common import in_kernel
 

@@ -21,7 +21,10 @@ import psutil
 import pytest
 
 from utils.authoring import nbauthor as A
-from utils.coursedir import REPO, nbgrader, read_scores_url, submission_from
+from utils.lessons import REPO
+from utils.notebooks import submission_from
+from utils.processes import nbgrader
+from utils.scores import read_scores_url
 from utils.grading.run import grade_lessons
 from utils.grading.settings import course_settings
 from utils.sandbox.probe import unavailable

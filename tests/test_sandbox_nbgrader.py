@@ -10,7 +10,9 @@ import nbformat
 import psutil
 import pytest
 
-from utils.coursedir import ToolError, nbgrader, read_scores_url
+from utils.errors import ToolError
+from utils.processes import nbgrader
+from utils.scores import read_scores_url
 from utils.grading.run import grade_lessons
 from utils.grading.settings import course_settings
 from utils.sandbox.probe import unavailable

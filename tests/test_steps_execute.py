@@ -120,6 +120,7 @@ def _unsandboxed(**traits) -> SafeExecute:
     return SafeExecute(config=c)
 
 
+@pytest.mark.slow   # a kernel
 def test_a_dead_kernel_costs_its_cell_and_a_hung_one_its_cell(tmp_path):
     """One notebook, one kernel start and one restart: a flood of displays, a cell that kills the
     kernel, a cell after it that needs the state of the cells before (re-run in the fresh kernel),
@@ -145,6 +146,7 @@ def test_a_dead_kernel_costs_its_cell_and_a_hung_one_its_cell(tmp_path):
     assert events == ["kernel-died", "kernel-restarted", "timeout", "output-dropped"]
 
 
+@pytest.mark.slow   # a kernel
 def test_a_kernel_that_dies_too_often_leaves_the_rest_not_run(tmp_path):
     nb = new_notebook(cells=[new_code_cell("import os\nos._exit(1)"), new_code_cell("print(1)"),
                              author.tests("test_a", 2, SOURCE_A)])
@@ -191,6 +193,7 @@ k.iopub_socket.send_multipart([b'<IDS|MSG>', b'not signed', b'{', b'', b'', b'']
 print('after the forged messages')"""
 
 
+@pytest.mark.slow   # a kernel
 def test_malformed_messages_from_a_kernel_cost_nothing_but_themselves(tmp_path):
     """A kernel sends messages with parts nbclient cannot read, outputs nbformat refuses and
     frames that are no message at all: each is dropped, the cell's own output is kept, and the

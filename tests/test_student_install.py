@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 SCRIPT = REPO / "utils" / "classroom" / "student-lab" / "install.py"
 

@@ -10,7 +10,10 @@ import pytest
 from conftest import SYNTH, make_course, synthetic_cells
 from utils.authoring import nbauthor as nb
 from utils.authoring.check import REFERENCE, RELEASE, check_lesson, leaks, secret_lines
-from utils.coursedir import ToolError, resolve_lessons, score_table, CellScore, strip_markers, submission_from
+from utils.errors import ToolError
+from utils.lessons import resolve_lessons
+from utils.notebooks import strip_markers, submission_from
+from utils.scores import score_table, CellScore
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,11 @@ import pytest
 
 from utils.authoring import demo
 from utils.authoring.check import REFERENCE, RELEASE
-from utils.coursedir import REPO, ToolError, nbgrader, read_scores, scratch_course
+from utils.errors import ToolError
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scores import read_scores
+from utils.scratch import scratch_course
 from utils.sandbox.probe import OPT_OUT
 
 from conftest import SYNTH, make_course, synthetic_cells
@@ -131,6 +135,7 @@ def test_the_demo_grades_three_samples_of_every_lesson_by_default(tmp_path):
 
 # --- real grading still fails closed ----------------------------------------------------------
 
+@pytest.mark.slow
 def test_grading_real_submissions_still_refuses_without_bubblewrap(tmp_path, no_bwrap_env):
     course = make_course(tmp_path / "c", synthetic_cells())
     release = nbformat.read(str(course / "release" / SYNTH / "synthetic.ipynb"), as_version=4)
@@ -160,10 +165,12 @@ def _make_n(*args: str) -> str:
                           text=True, check=True).stdout
 
 
+@pytest.mark.slow
 def test_make_demo_installs_bubblewrap_where_it_can():
     assert "utils/system_deps.sh bubblewrap" in _make_n("-B", "demo")
 
 
+@pytest.mark.slow
 def test_make_gpu_check_with_py_uses_that_python_and_installs_nothing():
     out = _make_n("-B", "gpu-check", "PY=python3")
     assert out.strip() == "python3 -m utils.bench.gpu_check"

@@ -10,10 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.coursedir import nbgrader_meta, submission_from
+from utils.notebooks import nbgrader_meta, submission_from
 from utils.grading.run import grade_lessons
 from utils.grading.settings import course_settings
-from utils.coursedir import read_scores_url
+from utils.scores import read_scores_url
 from utils.classroom.rehearsal import rehearsal_course
 from utils.classroom.workflow import (collect, feedback, import_roster, release, student_fetch,
                             student_fetch_feedback, student_submit, zip_collect)

@@ -47,10 +47,6 @@ MAKE_LAB_S = 600
 UI_TIMEOUT_MS = 60_000  # default for every wait in the browser
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "browser: drives JupyterLab in headless Chromium (tests/browser)")
-
-
 def missing_browser() -> str | None:
     """Why the browser tests cannot run here, or None."""
     if not Path(CHROMIUM).exists():
@@ -86,7 +82,7 @@ def course_copy(tmp_path_factory) -> tuple[Path, Lesson]:
     listing every lesson, and lesson 1 in it."""
     from nbgrader.api import Gradebook
 
-    from utils.coursedir import scratch_config
+    from utils.scratch import scratch_config
 
     root = tmp_path_factory.mktemp("course")
     scratch_config(root)  # the course's settings, but a gradebook of its own, never the instructor's
@@ -260,7 +256,7 @@ def stop_lab(proc: subprocess.Popen) -> None:
 def _course_nbgrader_config(base: Path, exchange: Path) -> str:
     """What a deployment installs for everyone: the course's nbgrader settings and its exchange
     (with a throwaway gradebook, so that a test never reaches the instructor's)."""
-    from utils.coursedir import scratch_config
+    from utils.scratch import scratch_config
 
     return scratch_config(base / "course-config", extra=f"c.Exchange.root = {str(exchange)!r}\n").read_text()
 

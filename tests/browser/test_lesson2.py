@@ -26,7 +26,7 @@ RUN_ALL_TIMEOUT_MS = 180_000  # the lesson runs in seconds; a loaded 2-core mach
 
 def fill_answers(release_nb, source_nb) -> dict[str, int]:
     """Put the reference answer in every solution cell of `release_nb`; return cell index by grade_id."""
-    from utils.coursedir import nbgrader_meta, strip_markers
+    from utils.notebooks import nbgrader_meta, strip_markers
 
     reference = {nbgrader_meta(c)["grade_id"]: strip_markers(c.source)
                  for c in nbformat.read(str(source_nb), as_version=4).cells if nbgrader_meta(c).get("solution")}

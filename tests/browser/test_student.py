@@ -46,7 +46,7 @@ VALIDATE_TIMEOUT_MS = 180_000  # nbgrader runs the whole notebook again on the s
 
 
 def solution_sources(source_nb) -> dict[str, str]:
-    from utils.coursedir import nbgrader_meta, strip_markers
+    from utils.notebooks import nbgrader_meta, strip_markers
 
     nb = nbformat.read(str(source_nb), as_version=4)
     return {nbgrader_meta(c)["grade_id"]: strip_markers(c.source)
@@ -57,7 +57,7 @@ def prepare_student_notebook(path, reference: dict[str, str]) -> tuple[int, str]
     """Fill the solution cells of the notebook at `path` but the first exercise (a code stub).
 
     Returns that exercise's cell index and the answer to type there."""
-    from utils.coursedir import nbgrader_meta
+    from utils.notebooks import nbgrader_meta
 
     nb = nbformat.read(str(path), as_version=4)
     first = None
@@ -80,7 +80,7 @@ CHART = re.compile(r"\bdrawing\(|bar_chart|\.barh?\(")
 def chart_cell(path) -> int:
     """Index of the lesson's chart drawn with a student's function: the first code cell that is
     neither an exercise nor a graded test and opens `with drawing(...)` (or draws bars)."""
-    from utils.coursedir import nbgrader_meta
+    from utils.notebooks import nbgrader_meta
 
     nb = nbformat.read(str(path), as_version=4)
     found = [i for i, c in enumerate(nb.cells)
@@ -92,7 +92,7 @@ def chart_cell(path) -> int:
 
 def graded_cells(path) -> dict[int, str]:
     """{cell index: grade_id} of the graded test cells."""
-    from utils.coursedir import nbgrader_meta
+    from utils.notebooks import nbgrader_meta
 
     nb = nbformat.read(str(path), as_version=4)
     return {i: nbgrader_meta(c)["grade_id"] for i, c in enumerate(nb.cells)
@@ -323,7 +323,7 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
     with student.step("no traceback anywhere: an answer cell's own stub says so in one line"):
         # An answer cell (the quiz's, a graded prediction's) runs nbgrader's `raise
         # NotImplementedError()` stub at its top level: the notebook's NotImplementedError
-        # (course.checks.Stub, no IPython handler) shows it as one line.
+        # (course.stubs.Stub, no IPython handler) shows it as one line.
         errors = page.locator(f"{NB_PANEL} {ERROR_OUTPUT}").all_inner_texts()
         tracebacks = [t for t in errors if "Traceback" in t or any(len(x) > 76 for x in t.splitlines())]
         assert not tracebacks, f"{len(tracebacks)} outputs are tracebacks or long lines; the first:\n{tracebacks[0]}"
@@ -344,7 +344,7 @@ def test_unsolved_lesson_speaks_in_one_line(student, course_copy):
 
 def test_validate_shows_the_failing_check_without_scrolling(student, course_copy):
     """One misconception (TPOT over n tokens, not n - 1 gaps), everything else right."""
-    from utils.coursedir import nbgrader_meta
+    from utils.notebooks import nbgrader_meta
     from utils.authoring.samples_io import load_samples
 
     _, lesson = course_copy

@@ -15,7 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from utils.coursedir import REPO, ToolError, nbgrader, resolve_lessons, scratch_course
+from utils.errors import ToolError
+from utils.lessons import REPO, resolve_lessons
+from utils.processes import nbgrader
+from utils.scratch import scratch_course
 
 
 def build(root: Path = REPO, names: list[str] | None = None) -> list[str]:

@@ -23,9 +23,12 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import (BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, REPO, ToolError,
-                             graded_cells, nbgrader, nbgrader_meta, read_scores, resolve_lessons,
-                             log_tail, scratch_course, source_notebook)
+from utils.errors import ToolError
+from utils.lessons import REPO, resolve_lessons, source_notebook
+from utils.notebooks import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTION, graded_cells, nbgrader_meta
+from utils.processes import nbgrader, log_tail
+from utils.scores import read_scores
+from utils.scratch import scratch_course
 from utils.grading.reference import ReferenceRefused, reference_for
 from utils.grading.run import grade_lessons
 

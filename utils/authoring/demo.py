@@ -25,7 +25,10 @@ import nbformat
 
 from utils.authoring.build import build
 from utils.authoring.check import REFERENCE, RELEASE
-from utils.coursedir import REPO, ToolError, lessons, read_scores, resolve_lessons, scratch_course, source_notebook
+from utils.errors import ToolError
+from utils.lessons import REPO, lessons, resolve_lessons, source_notebook
+from utils.scores import read_scores
+from utils.scratch import scratch_course
 from utils.grading.run import grade
 from utils.authoring.samples_io import load_samples, sample_submission
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable

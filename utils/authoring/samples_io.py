@@ -7,7 +7,8 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import REPO, source_notebook, submission_from
+from utils.lessons import REPO, source_notebook
+from utils.notebooks import submission_from
 
 
 def load_samples(lesson: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:

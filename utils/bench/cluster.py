@@ -18,7 +18,8 @@ from pathlib import Path
 from distributed import Client
 
 from utils.authoring.demo import place_samples
-from utils.coursedir import REPO, lessons, scratch_course
+from utils.lessons import REPO, lessons
+from utils.scratch import scratch_course
 from utils.grading.dask.loopback import loopback_cluster
 from utils.grading.dask.payload import lesson_spec
 from utils.grading.dask.runner import task

@@ -34,8 +34,10 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import REPO, lessons, scratch_config, scratch_course, source_notebook, submission_from
-from utils.coursedir import nbgrader
+from utils.lessons import REPO, lessons, source_notebook
+from utils.notebooks import submission_from
+from utils.scratch import scratch_config, scratch_course
+from utils.processes import nbgrader
 from utils.grading.reference import reference_for
 from utils.grading.run import grade_lessons
 from utils.authoring.samples_io import load_samples

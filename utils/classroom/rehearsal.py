@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from utils.authoring import nbauthor as A
-from utils.coursedir import REPO, nbgrader, scratch_config
+from utils.lessons import REPO
+from utils.processes import nbgrader
+from utils.scratch import scratch_config
 
 
 def rehearsal_lessons() -> dict[str, tuple[str, list]]:

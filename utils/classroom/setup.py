@@ -62,7 +62,8 @@ from pathlib import Path
 # Only the standard library here: on a bare server this runs before the environment that holds
 # nbformat and the rest exists (utils/classroom/setup.sh makes an empty one and runs this in it).
 try:
-    from utils.coursedir import REPO, ToolError
+    from utils.errors import ToolError
+    from utils.lessons import REPO
 except ImportError:   # nbformat and friends not installed yet
     REPO = Path(__file__).resolve().parents[2]
 

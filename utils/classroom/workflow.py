@@ -35,7 +35,10 @@ from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 from traitlets import Float, Integer
 
 from utils.classroom.rehearsal import rehearsal_course
-from utils.coursedir import REPO, ToolError, nbgrader, shown
+from utils.errors import ToolError
+from utils.escaping import shown
+from utils.lessons import REPO
+from utils.processes import nbgrader
 from utils.grading.student_id import id_problem
 
 # LMS download names: Canvas "doe_123_456_two_phases.ipynb" (also "doe_LATE_123_456_..." and a

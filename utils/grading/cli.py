@@ -15,7 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from utils.coursedir import REPO, ToolError
+from utils.errors import ToolError
+from utils.lessons import REPO
 from utils.grading.run import grade
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from utils.coursedir import alembic_on_path
+from utils.scores import alembic_on_path
 from utils.grading.settings import CourseSettings
 
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from utils.coursedir import shown, source_notebook
+from utils.escaping import shown
+from utils.lessons import source_notebook
 from utils.grading import gradebook
 from utils.grading.fingerprint import fingerprint
 from utils.grading.journal import Journal, lesson_key

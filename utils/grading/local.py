@@ -10,7 +10,8 @@ import queue
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Iterator
 
-from utils.coursedir import ToolError, source_notebook
+from utils.errors import ToolError
+from utils.lessons import source_notebook
 from utils.grading.lesson import Grading, LessonGrading
 from utils.grading.reference import ReferenceRefused, cache_key, reference_for
 from utils.grading.settings import CACHE

@@ -16,7 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from utils.coursedir import REPO, CellScore, read_scores_url
+from utils.lessons import REPO
+from utils.scores import CellScore, read_scores_url
 from utils.grading.settings import course_settings
 
 

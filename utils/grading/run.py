@@ -15,8 +15,11 @@ import os
 import time
 from pathlib import Path
 
-from utils.coursedir import REPO, ToolError, escaped, log_tail, nbgrader, read_scores_url, resolve_lessons, \
-    score_table, shown
+from utils.errors import ToolError
+from utils.escaping import escaped, shown
+from utils.lessons import REPO, resolve_lessons
+from utils.processes import log_tail, nbgrader
+from utils.scores import read_scores_url, score_table
 from utils.grading.dask.address import scheduler_address
 from utils.grading.dask.runner import DaskRunner
 from utils.grading.lesson import GradeRun, Grading, LessonGrading

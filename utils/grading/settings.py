@@ -10,7 +10,7 @@ from pathlib import Path
 
 from traitlets.config.loader import PyFileConfigLoader
 
-from utils.coursedir import ToolError
+from utils.errors import ToolError
 from utils.sandbox.limits import limits_not_enforced
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 

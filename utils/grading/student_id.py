@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from utils.coursedir import shown
+from utils.escaping import shown
 
 STUDENT_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")
 PATTERN = frozenset("*?[]")   # nbgrader reads a student id as a glob pattern

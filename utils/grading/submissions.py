@@ -13,7 +13,9 @@ from pathlib import Path
 
 import nbformat
 
-from utils.coursedir import escaped, lessons, nbgrader_meta, shown, source_notebook
+from utils.escaping import escaped, shown
+from utils.lessons import lessons, source_notebook
+from utils.notebooks import nbgrader_meta
 from utils.grading.steps.well_formed import well_formed
 from utils.grading.student_id import id_problem
 

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.coursedir import log_tail, nbgrader
+from utils.processes import log_tail, nbgrader
 from utils.grading.result import graded, read_result, result_path
 from utils.grading.settings import CACHE
 from utils.grading.submissions import copy_submission, regular_files

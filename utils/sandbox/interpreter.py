@@ -17,7 +17,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from utils.coursedir import REPO
+from utils.lessons import REPO
 
 
 def _site_dirs() -> list[str]:

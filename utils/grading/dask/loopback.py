@@ -19,7 +19,9 @@ from pathlib import Path
 import psutil
 from distributed import Client
 
-from utils.coursedir import REPO, ToolError, kill_tree
+from utils.errors import ToolError
+from utils.lessons import REPO
+from utils.processes import kill_tree
 
 
 @dataclass

@@ -11,7 +11,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from utils.coursedir import ToolError, escaped, shown
+from utils.errors import ToolError
+from utils.escaping import escaped, shown
 from utils.grading.dask.address import CONNECT_TIMEOUT, address_problem, one_line, quiet_dask, unreachable
 from utils.grading.dask.payload import SUBMISSION_LIMIT, lesson_spec, tree_size
 from utils.grading.dask.worker_check import PLUGIN, WorkerCheck, refusal

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from distributed import get_worker
 
-from utils.coursedir import REPO, source_notebook
+from utils.lessons import REPO, source_notebook
 from utils.grading.dask.payload import course_here
 from utils.grading.dask.worker_check import refusal, worker_label
 from utils.grading.fingerprint import library_versions

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from course.checks import format_pair, ratio_note
+from course.formatting import format_pair, ratio_note
 from course.observe import MIME, RULES
 
 MAX_PAYLOAD = 2_000_000   # characters of one observation the grader reads; larger ones are refused

@@ -11,7 +11,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer, Unicode
 
-from utils.coursedir import source_notebook
+from utils.lessons import source_notebook
 from utils.grading.reference import RESOURCE_KEY, check_gradebook, reference_for
 
 

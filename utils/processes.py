@@ -1,0 +1,129 @@
+"""Running the tools' processes: nbgrader (the only way the tools run it) with the environment it
+needs, a bounded log of what a process prints, and a process tree killed whole (kernels included)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from utils.errors import ToolError
+from utils.lessons import REPO
+
+
+def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for an nbgrader subprocess: this interpreter's bin folder first on PATH
+    (nbgrader runs `alembic` from PATH), and COURSE_TOOLS pointing at this repository so that
+    nbgrader_config.py finds the grading plugins even in a scratch copy of the course."""
+    env = dict(os.environ)
+    env.update(extra or {})
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["COURSE_TOOLS"] = str(REPO)
+    return env
+
+
+@dataclass
+class NbgraderRun:
+    rc: int
+    log: str            # stdout and stderr together
+    killed: bool        # stopped by the timeout
+
+
+def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float | None = None,
+             env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> NbgraderRun:
+    """Run one nbgrader command in course directory `cwd`: the only way the tools run nbgrader.
+
+    check: raise ToolError when it fails. timeout: kill the whole process tree (kernels included)
+    after that many seconds. cpus: the cores it (and the kernels it starts) may run on. The grading
+    plugins are found through COURSE_TOOLS (nbgrader_env)."""
+    env = nbgrader_env(env_extra)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    if cpus:
+        try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
+            os.sched_setaffinity(proc.pid, cpus)
+        except (AttributeError, OSError):
+            pass
+    log = BoundedLog()
+    reader = threading.Thread(target=log.read_all, args=(proc.stdout,), daemon=True)
+    reader.start()
+    killed = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        killed = True
+        kill_tree(proc.pid)
+        proc.wait()
+    kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
+    reader.join(timeout=10)
+    run = NbgraderRun(proc.returncode, log.text(), killed)
+    if check and run.rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{run.log[-3000:]}")
+    return run
+
+
+class BoundedLog:
+    """What a tool printed, bounded as it is read: its first `head` and last `tail` bytes, with the
+    number cut between them (a grading process prints what a student's kernel makes it print; it
+    never fills the disk or the instructor's process, and is never read whole)."""
+
+    def __init__(self, head: int = 256 << 10, tail: int = 768 << 10):
+        self.head_limit, self.tail_limit = head, tail
+        self.head, self.tail, self.cut = bytearray(), bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.tail_limit:
+            self.cut += len(self.tail) - self.tail_limit
+            del self.tail[:len(self.tail) - self.tail_limit]
+
+    def read_all(self, pipe) -> None:
+        with pipe:
+            for chunk in iter(lambda: pipe.read1(1 << 16), b""):
+                self.add(chunk)
+
+    def text(self) -> str:
+        tail = self.tail
+        if len(tail) > self.tail_limit:
+            self.cut += len(tail) - self.tail_limit
+            tail = tail[len(tail) - self.tail_limit:]
+        middle = f"\n[... {self.cut} bytes of output cut ...]\n".encode() if self.cut else b""
+        return (bytes(self.head) + middle + bytes(tail)).decode(errors="replace")
+
+
+def kill_tree(pid: int, children_only: bool = False) -> None:
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        procs = parent.children(recursive=True) + ([] if children_only else [parent])
+    except psutil.NoSuchProcess:
+        procs = []
+    if children_only and not procs:
+        # the parent is gone: its kernels were re-parented; find them by their session id
+        procs = [p for p in psutil.process_iter() if _safe_sid(p) == pid]
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+def _safe_sid(p) -> int | None:
+    try:
+        return os.getsid(p.pid)
+    except OSError:
+        return None
+
+
+def log_tail(text: str, lines: int = 8) -> str:
+    """The last `lines` lines of a tool's log, indented under the message that quotes them."""
+    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
