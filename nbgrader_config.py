@@ -12,7 +12,7 @@ c.Execute.timeout = 300
 # Total time one notebook may take while autograding (kernel starts and re-runs included). A whole
 # lesson takes a few minutes on a 2-core CPU; when 1200 s are spent the running cell is interrupted,
 # the cells after it are not run and their graded cells score 0, with that reason in the report.
-# utils.grading.run's per-submission watchdog (1800 s) only ends a grader stuck outside any cell.
+# utils.grading.grade_course's per-submission watchdog (1800 s) only ends a grader stuck outside any cell.
 c.SafeExecute.notebook_timeout = 1200
 
 # A student who deletes a graded test cell gets it back before grading.

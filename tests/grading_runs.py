@@ -88,7 +88,7 @@ def want_samples(lesson: str) -> None:
 class LessonRun:
     check: LessonCheck
     verdicts: dict[str, dict[str, tuple[bool, str] | None]]   # student -> grade_id -> (passed, line)
-    reference: object                                         # utils.grading.reference.Reference
+    reference: object                                         # utils.grading.reference_run.Reference
     aliases: dict[str, str] = field(default_factory=dict)
     kernel_fields: dict[str, list[str]] = field(default_factory=dict)   # student -> what the kernel set
     errors: dict[str, list[str]] = field(default_factory=dict)          # student -> cells that raised, as graded
@@ -140,7 +140,7 @@ def graded(lesson: str) -> LessonRun:
 
 
 def _grade(lesson: str) -> LessonRun:
-    from utils.grading.reference import ReferenceRefused, reference_for
+    from utils.grading.reference_run import ReferenceRefused, reference_for
     from utils.grading.steps.verdicts import read_verdicts
 
     extra = {name: sample_submission(REPO, lesson, overrides) for name, overrides in _wanted.get(lesson, {}).items()}

@@ -27,7 +27,7 @@ from nbgrader.preprocessors import ComputeChecksums, SaveCells
 from course.observe import MIME
 from utils.authoring import nbauthor as author
 from utils.grading.pipeline import stamp_gradebooks_in_process
-from utils.grading.reference import Reference
+from utils.grading.reference_run import Reference
 from utils.grading.steps.observations import Observation
 
 

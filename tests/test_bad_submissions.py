@@ -19,7 +19,7 @@ import pytest
 
 from steps_common import JPEG, PNG, SVG
 from utils.notebooks import nbgrader_meta, submission_from
-from utils.grading.run import grade, grade_lessons
+from utils.grading.grade_course import grade, grade_lessons
 from utils.grading.submissions import preflight
 from utils.classroom.rehearsal import rehearsal_course
 

@@ -1,7 +1,7 @@
 """Cheating inside the kernel earns nothing: the grade is decided outside the student's process.
 
 One scratch course with a small lesson of its own (an `add` exercise, a numpy `scale` exercise
-and a quiz question: 2 + 2 + 1 points) is graded through the real pipeline (utils.grading.run, two
+and a quiz question: 2 + 2 + 1 points) is graded through the real pipeline (utils.grading.grade_course, two
 workers side by side as `make grade` runs on two cores, each an `nbgrader autograde` run that
 grades its share of the students one after another). Each cheat below is a wrong answer plus a way of making a
 graded cell look right from inside the kernel: patched comparison functions and modules, tracing
@@ -24,7 +24,7 @@ from utils.authoring import nbauthor as A
 from utils.notebooks import submission_from
 from utils.processes import nbgrader
 from utils.scratch import scratch_config
-from utils.grading.run import grade_lessons
+from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import course_settings
 from utils.sandbox.probe import unavailable
 

@@ -6,7 +6,7 @@ real PostgreSQL gradebook (tests/test_postgres.py's server).
 
 One class, cheap on purpose: lesson 1's three sample students (reference answers, the untouched
 release, plausible mistakes), graded once on the cluster (fresh reference cache: the reference runs
-there) and compared cell by cell with the same submissions graded locally by utils.grading.run's
+there) and compared cell by cell with the same submissions graded locally by utils.grading.grade_course's
 workers: the test session's one grading of the lesson (tests/grading_runs.py), which the lesson
 tests read too, so nothing is graded twice locally. The reference's observations on a worker are
 compared value for value with the local run's (lesson 1 runs the toy model in torch, whose results
@@ -43,9 +43,9 @@ from utils.lessons import REPO
 from utils.scores import read_scores_url
 from utils.scratch import scratch_course
 from utils.authoring.demo import place_samples
-from utils.grading.run import grade_lessons
+from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import CACHE
-from utils.grading.reference import Reference
+from utils.grading.reference_run import Reference
 from utils.authoring.samples_io import load_samples
 
 # the module's fixture grades lesson 1 on a loopback cluster (79 s in make test, docs/benchmarks.md)
@@ -178,7 +178,7 @@ def test_cluster_grades_like_a_local_run(graded):
 def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
     """The module's scheduler was started as docs/instructors.md says: Dask alone, none of the
     course's tools (before the test that kills it)."""
-    from utils.grading.dask.runner import DaskRunner, task
+    from utils.grading.dask.cluster_runner import DaskRunner, task
     from utils.grading.dask.worker_check import PLUGIN, WorkerCheck, refusal
     from utils.grading.fingerprint import fingerprint
 
@@ -193,10 +193,10 @@ def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
         # the workers' check is a worker plugin: a worker whose tools differ from what the grader
         # expects refuses in one line, and so does every course task sent to it
         expected = fingerprint()
-        expected["utils/grading/run.py"] = "0" * 64
+        expected["utils/grading/grade_course.py"] = "0" * 64
         c.client.register_plugin(WorkerCheck(expected, (False, "bwrap")), name=PLUGIN)
         lines = list(c.client.run(refusal).values())
-        assert len(lines) == 2 and all("refuses: its grading tools differ from the grader's (utils/grading/run.py)"
+        assert len(lines) == 2 and all("refuses: its grading tools differ from the grader's (utils/grading/grade_course.py)"
                                        in line and "\n" not in line for line in lines), lines
         refused = c.client.submit(task("key_task"), {"lesson": "01_x"}, pure=False)
         with pytest.raises(RuntimeError, match="refuses: its grading tools differ"):
@@ -276,7 +276,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
             result = {"verdicts": {g: list(v) for g, v in o.verdicts.items()}, "notes": [], "score": o.score,
                       "max_score": o.max_score, "reason": ""}
             journal.add(SYNTH, key, o.student, submissions.hash_tree(course / "submitted" / o.student / SYNTH), result)
-    # A fourth submission, new since, whose planning crashes (utils.grading.run.preflight raises on it,
+    # A fourth submission, new since, whose planning crashes (utils.grading.grade_course.preflight raises on it,
     # as on a hostile file it cannot handle): it scores 0 with the reason, the rest is graded.
     from utils.grading import cli
 
@@ -391,15 +391,15 @@ def test_a_worker_with_other_grading_tools_refuses_in_one_line(tmp_path, monkeyp
     monkeypatch.setattr("utils.grading.dask.worker_check.start_problem", lambda bwrap: None)
     worker = SimpleNamespace(name="w8", address="tcp://10.0.0.8:40000")
     expected = fingerprint()
-    assert "utils/grading/reference.py" in expected and "utils/grading/run.py" in expected
+    assert "utils/grading/reference_run.py" in expected and "utils/grading/grade_course.py" in expected
     theirs = tmp_path / "their-clone"   # the worker's clone: the same tools, then one grader changed
     shutil.copytree(REPO / "utils", theirs / "utils", ignore=shutil.ignore_patterns("__pycache__"))
     assert worker_problem(expected, (True, "bwrap"), worker, tools=theirs) is None
-    with open(theirs / "utils" / "grading" / "reference.py", "a") as f:
+    with open(theirs / "utils" / "grading" / "reference_run.py", "a") as f:
         f.write("\n# another version\n")
     line = worker_problem(expected, (True, "bwrap"), worker, tools=theirs)
     assert line.startswith("worker w8 (tcp://10.0.0.8:40000, host ") and "\n" not in line
-    assert "its grading tools differ from the grader's (utils/grading/reference.py)" in line
+    assert "its grading tools differ from the grader's (utils/grading/reference_run.py)" in line
 
 
 def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason(tmp_path):
@@ -409,7 +409,7 @@ def test_a_submission_that_kills_every_worker_scores_zero_with_its_reason(tmp_pa
     from distributed.scheduler import KilledWorker
 
     from utils.errors import ToolError
-    from utils.grading.dask.runner import DaskRunner
+    from utils.grading.dask.cluster_runner import DaskRunner
     from utils.grading.lesson import GradeRun, Grading, LessonGrading
     from utils.grading.settings import CourseSettings, Options
     from utils.grading.submissions import Outcome
@@ -458,7 +458,7 @@ def test_a_key_task_that_no_worker_finishes_stops_in_one_line():
     from types import SimpleNamespace
 
     from utils.errors import ToolError
-    from utils.grading.dask import runner
+    from utils.grading.dask import cluster_runner as runner
 
     waited = []
 
@@ -495,7 +495,7 @@ def test_the_benchmark_command_line(capsys):
 
 def _one_line_refusal(address: str, match: str, **options) -> str:
     from utils.errors import ToolError
-    from utils.grading.dask.runner import DaskRunner
+    from utils.grading.dask.cluster_runner import DaskRunner
 
     start = time.monotonic()
     with pytest.raises(ToolError) as err:

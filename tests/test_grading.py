@@ -17,7 +17,7 @@ from nbgrader.utils import determine_grade
 
 from course.observe import MIME
 from utils.grading.steps.observations import Observation, collect, judge, visible_labels
-from utils.grading.reference import RESOURCE_KEY, Reference
+from utils.grading.reference_run import RESOURCE_KEY, Reference
 from utils.grading.steps.verdicts import Verdicts, read_verdicts, verdict_outputs
 
 

@@ -61,7 +61,7 @@ def _kernel_set_notebook():
 
 def test_feedback_shows_only_what_the_grader_decided():
     from utils.grading.steps.kernel_fields import KernelFields
-    from utils.grading.reference import RESOURCE_KEY, Reference
+    from utils.grading.reference_run import RESOURCE_KEY, Reference
     from utils.grading.steps.verdicts import Verdicts
 
     nb = _kernel_set_notebook()
@@ -224,7 +224,7 @@ def test_a_notebook_of_many_short_cells_is_stopped_at_its_total_and_scored_with_
     from utils.grading.steps.base import read_notes
     from utils.grading.steps.execute import SafeExecute
     from utils.grading.steps.verdicts import Verdicts
-    from utils.grading.reference import RESOURCE_KEY, Reference
+    from utils.grading.reference_run import RESOURCE_KEY, Reference
 
     cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(0.25)") for _ in range(40)]
     cells.append(_test_cell([]))

@@ -22,7 +22,7 @@ import pytest
 
 from utils.notebooks import submission_from
 from utils.processes import nbgrader
-from utils.grading.run import grade_lessons
+from utils.grading.grade_course import grade_lessons
 from utils.scores import read_scores_url
 from utils.grading.report import report
 from utils.classroom.rehearsal import rehearsal_course

@@ -1,4 +1,4 @@
-"""The result file of a graded notebook (utils/grading/result.py): written by the last autograde
+"""The result file of a graded notebook (utils/grading/result_file.py): written by the last autograde
 step (WriteResult) from the verdicts, the notes and the score nbgrader saved, or with the reason by
 the step that failed (recording_failure); read back by the runners as plain data (WorkDone), and
 the gradebook template each grading run starts from, copied faithfully from the course's."""
@@ -20,11 +20,11 @@ from utils.processes import nbgrader
 from utils.scratch import scratch_course
 from utils.grading.gradebook import lesson_template
 from utils.grading.pipeline import stamp_gradebooks_in_process
-from utils.grading.result import graded, read_result, result_path, verdicts
+from utils.grading.result_file import graded, read_result, result_path, verdicts
 from utils.grading.settings import CourseSettings
 from utils.grading.steps.base import add_note
 from utils.grading.steps.execute import BUDGET_KEY
-from utils.grading.steps.result import WriteResult, recording_failure
+from utils.grading.steps.write_result import WriteResult, recording_failure
 from utils.grading.steps.verdicts import VERDICTS_KEY
 from utils.grading.work import WorkDone
 
@@ -146,7 +146,7 @@ def test_a_work_folder_that_cannot_be_made_costs_only_its_submissions(tmp_path, 
     fails alone, with the reason; the others of its work folder are graded again without it."""
     from types import SimpleNamespace
 
-    from utils.grading import local
+    from utils.grading import local_runner as local
 
     def grade_in_folder(files, submissions, **options):
         if "bad" in submissions:

@@ -51,10 +51,10 @@ def test_the_checkout_is_unreadable_by_any_path_and_the_lesson_imports_work(tmp_
     for p in secrets_here:
         p.write_text("SECRET")
     targets = [str(p) for p in secrets_here] + [str(LESSON3), str(REPO / "nbgrader_config.py"),
-                                               str(REPO / "gradebook.db"), str(REPO / "utils" / "grading" / "run.py"),
+                                               str(REPO / "gradebook.db"), str(REPO / "utils" / "grading" / "grade_course.py"),
                                                str(REPO / "utils")]
     names = ["source/03_timing_prefill_decode/timing_prefill_decode.ipynb", "nbgrader_config.py",
-             "gradebook.db", "utils/grading/run.py", "utils", "source/lesson.ipynb"]
+             "gradebook.db", "utils/grading/grade_course.py", "utils", "source/lesson.ipynb"]
     probe = f"""
 import ast, glob, os, re, site, sys
 targets, names = {targets!r}, {names!r}

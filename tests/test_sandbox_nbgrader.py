@@ -13,7 +13,7 @@ import pytest
 from utils.errors import ToolError
 from utils.processes import nbgrader
 from utils.scores import read_scores_url
-from utils.grading.run import grade_lessons
+from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import course_settings
 from utils.sandbox.probe import unavailable
 from utils.classroom.rehearsal import rehearsal_course

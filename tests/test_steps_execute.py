@@ -15,7 +15,7 @@ from traitlets.config import Config
 
 from utils.authoring import nbauthor as author
 from utils.grading.steps.base import read_notes
-from utils.grading.reference import RESOURCE_KEY, Reference
+from utils.grading.reference_run import RESOURCE_KEY, Reference
 from utils.grading.steps.execute import BUDGET_KEY, SafeExecute
 from utils.sandbox.channels import well_formed_message
 from steps_common import SOURCE_A

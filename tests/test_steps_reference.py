@@ -13,11 +13,11 @@ from traitlets.config import Config
 
 from course.observe import MIME
 from utils.authoring import nbauthor as author
-from utils.grading import reference as reference_module
-from utils.grading.reference import (RESOURCE_KEY, Reference, ReferenceRefused, _problems, cache_key,
+from utils.grading import reference_run as reference_module
+from utils.grading.reference_run import (RESOURCE_KEY, Reference, ReferenceRefused, _problems, cache_key,
     check_gradebook, reference_for)
 from utils.grading.steps.observations import collect
-from utils.grading.steps.reference import ReferenceObservations
+from utils.grading.steps.reference_observations import ReferenceObservations
 from steps_common import (LESSON, NOTEBOOK, SOURCE_A, SOURCE_B, display, error, lesson, lesson_reference,
     observed, submitted)
 from steps_common import gradebook  # noqa: F401 (fixtures)

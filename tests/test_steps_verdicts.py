@@ -10,7 +10,7 @@ from nbgrader.utils import determine_grade
 
 from course.observe import MIME
 from utils.authoring import nbauthor as author
-from utils.grading.reference import RESOURCE_KEY
+from utils.grading.reference_run import RESOURCE_KEY
 from utils.grading.steps.verdicts import GRADER_ERRORS, Verdicts
 from steps_common import display, error, lesson, lesson_reference, observed, stream
 

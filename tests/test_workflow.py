@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from utils.notebooks import nbgrader_meta, submission_from
-from utils.grading.run import grade_lessons
+from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import course_settings
 from utils.scores import read_scores_url
 from utils.classroom.rehearsal import rehearsal_course

@@ -29,8 +29,8 @@ from utils.notebooks import BEGIN_HIDDEN, BEGIN_SOLUTION, END_HIDDEN, END_SOLUTI
 from utils.processes import nbgrader, log_tail
 from utils.scores import read_scores
 from utils.scratch import scratch_course
-from utils.grading.reference import ReferenceRefused, reference_for
-from utils.grading.run import grade_lessons
+from utils.grading.reference_run import ReferenceRefused, reference_for
+from utils.grading.grade_course import grade_lessons
 
 REFERENCE, RELEASE = "reference-solution", "untouched-release"
 MIN_SECRET_LEN = 12  # shorter lines ("return x", "q1 = 'b'") are too generic to search for

@@ -29,7 +29,7 @@ from utils.errors import ToolError
 from utils.lessons import REPO, lessons, resolve_lessons, source_notebook
 from utils.scores import read_scores
 from utils.scratch import scratch_course
-from utils.grading.run import grade
+from utils.grading.grade_course import grade
 from utils.authoring.samples_io import load_samples, sample_submission
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 

@@ -22,10 +22,10 @@ from utils.lessons import REPO, lessons
 from utils.scratch import scratch_course
 from utils.grading.dask.loopback import loopback_cluster
 from utils.grading.dask.payload import lesson_spec
-from utils.grading.dask.runner import task
+from utils.grading.dask.cluster_runner import task
 from utils.grading.dask.worker_check import PLUGIN, WorkerCheck
 from utils.grading.fingerprint import fingerprint
-from utils.grading.run import grade_lessons
+from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import CACHE, course_settings
 
 

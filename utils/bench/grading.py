@@ -38,8 +38,8 @@ from utils.lessons import REPO, lessons, source_notebook
 from utils.notebooks import submission_from
 from utils.scratch import scratch_config, scratch_course
 from utils.processes import nbgrader
-from utils.grading.reference import reference_for
-from utils.grading.run import grade_lessons
+from utils.grading.reference_run import reference_for
+from utils.grading.grade_course import grade_lessons
 from utils.authoring.samples_io import load_samples
 from utils.classroom.rehearsal import rehearsal_course
 

@@ -1,15 +1,15 @@
 """The course's grading: graded cells observe in the student's kernel, the grader judges outside it.
 
     python -m utils.grading [LESSON ...]        cli.py: the command (`make grade`)
-      run.py         per lesson: plan -> prepare -> run -> record -> report; then grades.csv
+      grade_course.py  per lesson: plan -> prepare -> run -> record -> report; then grades.csv
       submissions.py plan: read the submissions (zeros with reasons), hash their files
       student_id.py  the one rule for student ids, asked at every door (collect, grading, zip, roster)
       lesson.py      one run (Grading) and one lesson's grading (LessonGrading): records each result
-      runner.py      the runner interface: local.py (work folders on this machine), dask/ (a cluster)
+      runner_interface.py  the runner interface: local_runner.py (work folders on this machine), dask/ (a cluster)
       work.py        one work folder: nbgrader autograde, then feedback; returns WorkDone (plain data)
-      result.py      the per-notebook result file the last step writes (verdicts, notes, score, reason)
+      result_file.py the per-notebook result file the last step writes (verdicts, notes, score, reason)
       gradebook.py   the lesson's template, the merge into the course's gradebook, zeros: one writer
-      reference.py   the reference solution's run, cached; fingerprint.py what grading code is in use
+      reference_run.py  the reference solution's run, cached; fingerprint.py what grading code is in use
       journal.py     what a run that stopped recorded; pipeline.py the steps in nbgrader's pipelines
       steps/         one nbgrader step per file: the same in every work folder and plain nbgrader
       report.py      python -m utils.grading.report: which questions the class got wrong
@@ -21,7 +21,8 @@ authoring check, the demo and the formgrader all grade through the same steps (s
                                                 notebook is hostile data, any type anywhere
              SafeOverwriteCells (overwrite.py)  nbgrader's OverwriteCells that survives copied or
                                                 unknown cells and restores edited cell roles
-  autograde  ReferenceObservations (reference.py) the reference solution's observations
+  autograde  ReferenceObservations               the reference solution's observations
+             (reference_observations.py)
              SafeExecute (execute.py)           each kernel in the bubblewrap sandbox; a dead or
                                                 hung kernel costs only its cell
              Verdicts (verdicts.py)             judge each graded test cell against the reference
@@ -29,7 +30,7 @@ authoring check, the demo and the formgrader all grade through the same steps (s
              KernelFields (kernel_fields.py)    every field the kernel's messages set (execution
                                                 counts, metadata, language_info) rewritten or dropped
              LimitOutputSize (limit_output.py)  cap what the other cells printed
-             WriteResult (result.py)            the notebook's result file, last; any step that
+             WriteResult (write_result.py)      the notebook's result file, last; any step that
                                                 fails writes its reason there instead
   feedback   HideHiddenTests (hide_hidden.py)   hidden tests cut from the feedback's source, and
                                                 the outputs of ungraded cells left out

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from utils.errors import ToolError
 from utils.lessons import REPO
-from utils.grading.run import grade
+from utils.grading.grade_course import grade
 
 
 def parser() -> argparse.ArgumentParser:

@@ -2,7 +2,7 @@
 kernels import, the course's tools in utils/) and the installed libraries. A worker whose code
 differs from the grader's refuses (dask/worker_check.py); a run that stopped keeps only what was
 recorded under the same code (journal.py); the reference's cache key covers the libraries
-(reference.py)."""
+(reference_run.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 One line per submission, appended once its grades are in the course's gradebook and its files in
 autograded/ and feedback/: the lesson, the student, what decided the grade (`lesson_key`: the code
 that grades, the reference, the options) and the submitted files' hashes, with the submission's
-result (utils/grading/result.py). A run that stops (its Dask scheduler lost, the grader killed)
+result (utils/grading/result_file.py). A run that stops (its Dask scheduler lost, the grader killed)
 leaves the journal in .grading-cache/; the next run keeps each grade whose key and files are
 unchanged instead of grading it again; a run that grades every lesson it was asked for removes it."""
 

@@ -1,6 +1,6 @@
 """One grading run (Grading: the course, its settings and options, what the run says and keeps)
 and one lesson's grading within it (LessonGrading): planned here (submissions.py), graded by a
-runner (local.py or dask/runner.py), recorded here. LessonGrading's `record` (what a runner
+runner (local_runner.py or dask/cluster_runner.py), recorded here. LessonGrading's `record` (what a runner
 returned), `resume` (what a stopped run recorded) and `finish` (zeros) are the only places where
 grades are written: the graded notebooks into autograded/, their feedback into feedback/, the
 scores into the course's gradebook (gradebook.py), each submission's outcome."""
@@ -19,7 +19,7 @@ from utils.lessons import source_notebook
 from utils.grading import gradebook
 from utils.grading.fingerprint import fingerprint
 from utils.grading.journal import Journal, lesson_key
-from utils.grading.result import verdicts
+from utils.grading.result_file import verdicts
 from utils.grading.settings import CACHE, CourseSettings, Options
 from utils.grading.submissions import Outcome, hash_tree, safe_preflight, submitted_students
 from utils.grading.work import LOG_KEEP, TIMESTAMPS, WorkDone, lesson_files
@@ -37,7 +37,7 @@ class GradeRun:
     failures: list[str] = field(default_factory=list)   # feedback or export that failed
     record_seconds: float = 0.0                          # the grader's own work on what runners returned
     feedback_seconds: float = 0.0                        # generate_feedback, in the work folders
-    cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (dask/runner.py)
+    cluster: dict = field(default_factory=dict)          # on a Dask cluster: each worker's share (dask/cluster_runner.py)
 
 
 @dataclass

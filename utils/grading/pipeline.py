@@ -5,12 +5,12 @@ formgrader all grade through the same steps, nbgrader's own kept in their places
   sanitize   WellFormed, SafeOverwriteCells (for OverwriteCells), nbgrader's others
   autograde  ReferenceObservations, SafeExecute, Verdicts, KernelFields (for Execute),
              LimitOutputSize (for LimitOutput), SaveAutoGrades and the rest of nbgrader's,
-             then WriteResult: the notebook's result file (utils/grading/result.py)
+             then WriteResult: the notebook's result file (utils/grading/result_file.py)
   feedback   HideHiddenTests after GetGrades; the HTML sanitised (safe_html.py)
   release    KernelLanguageInfo last
 
 Every sanitize and autograde step, nbgrader's included, writes the notebook's result file with the
-reason when it fails (steps/result.py, recording_failure).
+reason when it fails (steps/write_result.py, recording_failure).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from utils.grading.steps.hide_hidden import HideHiddenTests
 from utils.grading.steps.kernel_fields import KernelFields
 from utils.grading.steps.limit_output import LimitOutputSize
 from utils.grading.steps.overwrite import SafeOverwriteCells
-from utils.grading.steps.reference import ReferenceObservations
-from utils.grading.steps.result import WriteResult, recording_failure
+from utils.grading.steps.reference_observations import ReferenceObservations
+from utils.grading.steps.write_result import WriteResult, recording_failure
 from utils.grading.steps.safe_html import configure_html
 from utils.grading.steps.verdicts import Verdicts
 from utils.grading.steps.well_formed import WellFormed

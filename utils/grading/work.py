@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from utils.processes import log_tail, nbgrader
-from utils.grading.result import graded, read_result, result_path
+from utils.grading.result_file import graded, read_result, result_path
 from utils.grading.settings import CACHE
 from utils.grading.submissions import copy_submission, regular_files
 from utils.sandbox.command import THREAD_VARS

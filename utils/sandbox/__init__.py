@@ -2,7 +2,7 @@
 
 `SandboxKernelManager` (manager.py) is a jupyter_client kernel manager whose kernel command is
 prefixed with `bwrap`. nbgrader_config.py makes it the kernel manager of the course's Execute
-step, so `utils.grading.run`, plain `nbgrader autograde` and the formgrader all grade in it.
+step, so `utils.grading.grade_course`, plain `nbgrader autograde` and the formgrader all grade in it.
 
 What the student's code sees (guaranteed wherever bubblewrap runs):
 
@@ -39,7 +39,7 @@ What the student's code sees (guaranteed wherever bubblewrap runs):
     clone). In the user namespace also `--disable-userns` where bwrap has it (0.8 on). On an
     architecture other than x86-64 and aarch64 there is no filter (said in the kernel's limits line).
 
-Limits (which applied is logged at every kernel start; utils.grading.run says in one line before grading
+Limits (which applied is logged at every kernel start; utils.grading.grade_course says in one line before grading
 what does not hold here):
 
   - memory per kernel: a cgroup with `memory.max` (v2, swap 0) or `memory.limit_in_bytes` (v1,

@@ -2,7 +2,7 @@
 
     python -m utils.grading --scheduler tcp://HOST:8786        (or DASK_SCHEDULER_ADDRESS=... make grade)
 
-DaskRunner (runner.py) is the runner of utils/grading/runner.py on a cluster: the grader plans,
+DaskRunner (runner.py) is the runner of utils/grading/runner_interface.py on a cluster: the grader plans,
 records and reports as for a local run (utils/grading/lesson.py); only the grading itself moves to
 the workers, which share no disk with the grader (the machine running python -m utils.grading):
 every input travels with the tasks, every result comes back in them. Per lesson:
@@ -39,6 +39,6 @@ with the scheduler's dashboard link; the run ends with each worker's share.
     worker_check.py  the code every worker must share with the grader, checked there (WorkerPlugin)
     payload.py       what the reference's tasks carry, and the size limit of a submission's
     tasks.py         the tasks, run on the workers (reference key, reference run, one submission)
-    runner.py        the grader's side (DaskRunner): connect, check, prepare, send, yield results
+    cluster_runner.py  the grader's side (DaskRunner): connect, check, prepare, send, yield results
     loopback.py      a real cluster on this machine's loopback (tests, benchmarks, a rehearsal)
 """

@@ -19,7 +19,7 @@ from utils.lessons import REPO, source_notebook
 from utils.grading.dask.payload import course_here
 from utils.grading.dask.worker_check import refusal, worker_label
 from utils.grading.fingerprint import library_versions
-from utils.grading.reference import notebook_key, reference_for
+from utils.grading.reference_run import notebook_key, reference_for
 from utils.grading.settings import CACHE
 from utils.grading.work import grade_in_folder, kernel_threads
 

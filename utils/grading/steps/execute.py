@@ -14,7 +14,7 @@ larger than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MA
 client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
 
 A notebook's time is bounded twice. Its budget comes from its lesson's reference run (the
-reference solution's kernel time, utils/grading/reference.py): `budget_floor` + `budget_multiple`
+reference solution's kernel time, utils/grading/reference_run.py): `budget_floor` + `budget_multiple`
 x that time (60 s + 10 x 3.2 s = 92 s for a lesson whose reference runs in 3.2 s). Every cell's
 run counts against it (re-runs after a dead kernel included) but a cell stopped by its own cell
 timeout, which already costs that cell and says so; once the budget is spent the cells left are
@@ -41,7 +41,7 @@ from nbformat.v4 import output_from_msg
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer
 
-from utils.grading.reference import RESOURCE_KEY
+from utils.grading.reference_run import RESOURCE_KEY
 from utils.grading.steps.base import add_note, grade_id
 from utils.sandbox.manager import SandboxKernelManager
 

@@ -22,10 +22,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from utils.grading.steps.base import grade_id, is_test_cell
 from utils.grading.steps.observations import Verdict, collect, judge, unreadable, visible_labels
-from utils.grading.reference import RESOURCE_KEY
+from utils.grading.reference_run import RESOURCE_KEY
 
 MAX_LINE = 300
-VERDICTS_KEY = "course_verdicts"   # resources: grade_id -> (passed, line), for the result file (result.py)
+VERDICTS_KEY = "course_verdicts"   # resources: grade_id -> (passed, line), for the result file (result_file.py)
 
 
 def one_line(text: object, limit: int = MAX_LINE) -> str:

@@ -13,7 +13,7 @@ from typing import Iterator
 from utils.errors import ToolError
 from utils.lessons import source_notebook
 from utils.grading.lesson import Grading, LessonGrading
-from utils.grading.reference import ReferenceRefused, cache_key, reference_for
+from utils.grading.reference_run import ReferenceRefused, cache_key, reference_for
 from utils.grading.settings import CACHE
 from utils.grading.steps.verdicts import one_line
 from utils.grading.work import WorkDone, grade_in_folder, kernel_threads

@@ -21,10 +21,10 @@ from utils.lessons import REPO, resolve_lessons
 from utils.processes import log_tail, nbgrader
 from utils.scores import read_scores_url, score_table
 from utils.grading.dask.address import scheduler_address
-from utils.grading.dask.runner import DaskRunner
+from utils.grading.dask.cluster_runner import DaskRunner
 from utils.grading.lesson import GradeRun, Grading, LessonGrading
-from utils.grading.local import LocalRunner
-from utils.grading.runner import Runner
+from utils.grading.local_runner import LocalRunner
+from utils.grading.runner_interface import Runner
 from utils.grading.settings import DEFAULT_WATCHDOG, Options, course_settings, require_sandbox
 from utils.grading.submissions import lesson_ids, submitted_students
 

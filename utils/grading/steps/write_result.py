@@ -1,4 +1,4 @@
-"""WriteResult, the last autograde step: the notebook's result file (utils/grading/result.py) with
+"""WriteResult, the last autograde step: the notebook's result file (utils/grading/result_file.py) with
 the verdicts Verdicts decided, the notes the steps left and the score nbgrader saved; and
 `recording_failure`, which gives every step of the pipeline a way to say, in that same file, why
 a notebook could not be graded (the step, the error's type and its first line) before nbgrader
@@ -12,7 +12,7 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from utils.grading.result import result_path, write_result
+from utils.grading.result_file import result_path, write_result
 from utils.grading.steps.base import read_notes
 from utils.grading.steps.execute import BUDGET_KEY
 from utils.grading.steps.verdicts import VERDICTS_KEY

@@ -1,7 +1,7 @@
 """The runner interface: what grades a lesson's submissions once they are planned. Two
 implementations share the planning, the judging (the nbgrader steps, in every work folder) and the
 recording (lesson.py): LocalRunner (local.py: work folders on this machine's cores) and DaskRunner
-(dask/runner.py: one task per submission on a Dask cluster)."""
+(dask/cluster_runner.py: one task per submission on a Dask cluster)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One result file per graded notebook: what grading decided, as plain data.
 
-The last autograde step (steps/result.py, WriteResult) writes it, in the nbgrader process that
+The last autograde step (steps/write_result.py, WriteResult) writes it, in the nbgrader process that
 graded, once the verdicts are in and nbgrader has saved the scores; a step that fails writes the
 reason instead. The runner that ran nbgrader (local, or a Dask task on a worker) reads it and
 returns it as it is, and the grader records it (lesson.py): nothing is read back out of a

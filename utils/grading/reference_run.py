@@ -1,5 +1,5 @@
 """The reference run: what the reference solution observes, for Verdicts to judge against
-(the step ReferenceObservations, steps/reference.py, puts it into nbgrader's resources).
+(the step ReferenceObservations, steps/reference_observations.py, puts it into nbgrader's resources).
 
 Before Execute, the lesson's source notebook runs in a trusted kernel (no sandbox; cwd a temporary
 copy of its folder; NBGRADER_EXECUTION=autograde and the variables the sandbox passes to students'

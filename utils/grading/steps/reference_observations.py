@@ -1,5 +1,5 @@
 """ReferenceObservations, before Execute: the reference solution's observations of the lesson
-(utils/grading/reference.py: run once in a trusted kernel, cached) into nbgrader's resources, for
+(utils/grading/reference_run.py: run once in a trusted kernel, cached) into nbgrader's resources, for
 Verdicts to judge each graded cell against; refused, and nothing graded, where the gradebook was
 built from other graded cells than the source's."""
 
@@ -12,7 +12,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Integer, Unicode
 
 from utils.lessons import source_notebook
-from utils.grading.reference import RESOURCE_KEY, check_gradebook, reference_for
+from utils.grading.reference_run import RESOURCE_KEY, check_gradebook, reference_for
 
 
 class ReferenceObservations(NbGraderPreprocessor):

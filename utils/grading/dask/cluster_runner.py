@@ -1,4 +1,4 @@
-"""DaskRunner: the runner (utils/grading/runner.py) on the instructor's Dask scheduler. It checks
+"""DaskRunner: the runner (utils/grading/runner_interface.py) on the instructor's Dask scheduler. It checks
 the workers (worker_check.WorkerCheck, a WorkerPlugin), runs the reference's key and the reference
 on workers, then sends one task per submission as threads free up, and yields what each returns;
 the grader records it (utils/grading/lesson.py) as for a local run."""
