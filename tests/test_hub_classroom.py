@@ -403,7 +403,7 @@ class Class:
         self.checkout.mkdir(mode=0o755)
         for part in ("utils", "course", "source"):
             shutil.copytree(REPO / part, self.checkout / part, ignore=shutil.ignore_patterns("__pycache__"))
-        for f in ("pyproject.toml", "requirements.txt", "requirements-pins.txt", "requirements-dev.txt"):
+        for f in ("pyproject.toml", *(p.name for p in REPO.glob("requirements*.txt"))):
             shutil.copy2(REPO / f, self.checkout / f)
         self.markers.mkdir(mode=0o777)
         self.markers.chmod(0o1777)

@@ -14,8 +14,8 @@ class server's packages, creates the environment and runs this in it.
   2. every home folder mode 0700, so no student can read another's work, nbgrader's submission
      cache (the secret that names their feedback) or the instructor's course;
   3. one Python environment for everyone outside any private home (default
-     /opt/prefill-decode/env): the course's pins (requirements-pins.txt), JupyterHub's pin
-     (requirements-dev.txt), its own copy of the course package (not an editable install: the
+     /opt/prefill-decode/env): requirements-classroom.txt (the course's pins, the instructor's
+     tools, JupyterHub; pip's own settings, PIP_FIND_LINKS and the like, apply), its own copy of the course package (not an editable install: the
      clone may be private, moved or deleted; built from a temporary copy, so nothing is written
      into the clone) and the students' private submit (classroom_exchange.py);
   4. nbgrader's exchange (default /usr/local/share/nbgrader/exchange, nbgrader 0.9.6's
@@ -218,11 +218,20 @@ def private_homes(room: Classroom) -> None:
             room.did(f"{home}: mode 0700 (was {stat.S_IMODE(st.st_mode):04o})")
 
 
-def pinned_requirements() -> list[str]:
-    """The course's pins (requirements-pins.txt) and JupyterHub's (requirements-dev.txt)."""
-    pins = [l.split("#")[0].strip() for l in (REPO / "requirements-pins.txt").read_text().splitlines()]
-    dev = [l.split("#")[0].strip() for l in (REPO / "requirements-dev.txt").read_text().splitlines()]
-    return [p for p in pins if "==" in p] + [p for p in dev if p.startswith("jupyterhub==")]
+CLASS_REQUIREMENTS = "requirements-classroom.txt"   # the class server's list (tests/test_requirements.py)
+
+
+def pinned_requirements(name: str = CLASS_REQUIREMENTS) -> list[str]:
+    """The pins of the class server's requirements (requirements-classroom.txt: the course's pins,
+    what the instructor's tools import, the hub), with the files it includes."""
+    pins = []
+    for line in (REPO / name).read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("-r "):
+            pins += pinned_requirements(line[3:].strip())
+        elif "==" in line:
+            pins.append(line)
+    return list(dict.fromkeys(pins))
 
 
 def missing_pins(python: Path, pins: list[str]) -> list[str]:
@@ -307,7 +316,7 @@ def shared_env(room: Classroom, base_python: Path) -> Path:
         print(f"  installing into {env}: {', '.join(missing)} (minutes)", flush=True)
         with tempfile.TemporaryDirectory(prefix="classroom-pip-") as tmp:
             res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                  "-r", str(REPO / "requirements-pins.txt"), *[p for p in pins if p.startswith("jupyterhub==")]],
+                                  "-r", str(REPO / CLASS_REQUIREMENTS)],
                                  capture_output=True, text=True, cwd=tmp)
         if res.returncode != 0:
             raise ToolError(f"pip install into {env} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
