@@ -41,7 +41,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.classroom.setup import install_course, runnable_by_everyone
+from utils.classroom.environment import install_course, runnable_by_everyone
 from utils.authoring import nbauthor as A
 from utils.coursedir import REPO, scratch_config, submission_from
 from utils.classroom.rehearsal import rehearsal_lessons
