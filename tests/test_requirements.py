@@ -181,13 +181,20 @@ def test_the_control_a_requirement_taken_out_or_an_import_put_in_fails(tmp_path)
 def test_grading_runs_without_dask():
     """The class server's environment has no Dask: the grading command, feedback and the report
     import without it (a subprocess where importing dask or distributed fails); the control:
-    the Dask runner itself does not."""
+    the Dask runner itself does not; grading with a scheduler named says in one line what to
+    install."""
     code = ("import sys\nsys.modules['distributed'] = None\nsys.modules['dask'] = None\n"
             "import utils.grading.cli, utils.grading.run, utils.grading.report, utils.classroom.workflow\n"
-            "try:\n    import utils.grading.dask.runner\nexcept ImportError as err:\n    print('refused:', err)\n")
+            "try:\n    import utils.grading.dask.runner\nexcept ImportError as err:\n    print('refused:', err)\n"
+            "from utils.coursedir import ToolError\n"
+            "try:\n    utils.grading.run._dask_runner('tcp://127.0.0.1:8786', None)\n"
+            "except ToolError as err:\n    print('said:', err)\n")
     res = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.startswith("refused:") and "distributed" in res.stdout, res.stdout   # the control
+    # --scheduler without Dask: one line naming what to install
+    assert "said: grading on the Dask scheduler tcp://127.0.0.1:8786 needs Dask" in res.stdout, res.stdout
+    assert "pip install -r requirements-instructor.txt" in res.stdout
 
 
 @pytest.mark.parametrize("req", [STUDENTS, CLASS_SERVER, DASK])

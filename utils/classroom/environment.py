@@ -132,9 +132,14 @@ def shared_env(room: Classroom, base_python: Path) -> Path:
         print(f"  installing into {env}: {', '.join(missing)} (minutes)", flush=True)
         with tempfile.TemporaryDirectory(prefix="classroom-pip-") as tmp:
             res = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                  "-r", str(REPO / CLASS_REQUIREMENTS)], capture_output=True, text=True, cwd=tmp)
+                                  "--no-compile", "-r", str(REPO / CLASS_REQUIREMENTS)],
+                                 capture_output=True, text=True, cwd=tmp)
         if res.returncode != 0:
             raise ToolError(f"pip install into {env} failed:\n{res.stdout[-1500:]}{res.stderr[-1500:]}")
+        # The byte code, on every core at once (pip compiles one file at a time); the sandboxed
+        # kernels cannot write __pycache__ into the environment. As with pip, a file this Python
+        # cannot compile is left as it is.
+        subprocess.run([str(python), "-m", "compileall", "-q", "-j0", str(env / "lib")], capture_output=True)
         room.did(f"{env}: installed the class server's requirements ({CLASS_REQUIREMENTS})")
     wrong = course_copy_state(python)
     if wrong:
