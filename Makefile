@@ -16,9 +16,18 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: classroom env system-deps demo-deps demo test test-fast build check grade bench bench-grading gpu-check lab validate lab-instructor clean
 
-$(STAMP): requirements.txt requirements-pins.txt requirements-dev.txt requirements-instructor.txt pyproject.toml
+# The class server's packages (requirements-classroom.txt) are also kept as files in $(WHEELS), where
+# tests/test_hub_classroom.py has pip find them when it builds a class's environment as the setup
+# does (pip install -r requirements-classroom.txt, no index): chosen for the Python that
+# environment is made from (utils/classroom/setup.sh takes /usr/bin/python3 where there is one),
+# whose patch release may be older than this one's (some packages' newest releases refuse it).
+WHEELS := $(VENV)/wheels
+CLASS_PYTHON := $(firstword $(wildcard /usr/bin/python3) $(PYTHON))
+$(STAMP): requirements.txt requirements-pins.txt requirements-classroom.txt requirements-instructor.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt -e .
+	$(PY) -m pip download --quiet --disable-pip-version-check -d $(WHEELS) -r requirements-classroom.txt \
+		--only-binary=:all: --python-version $$($(CLASS_PYTHON) -c 'import platform; print(platform.python_version())')
 	@# Byte-compiled here, on every core at once (pip compiles one file at a time): the sandboxed
 	@# kernels cannot write __pycache__ into the environment. As with pip, a file this Python cannot
 	@# compile (torch ships one written for 3.12) is left as it is.

@@ -1,4 +1,4 @@
-"""utils.classroom.setup's checks that need no users (and no root, but for the kernel spec's owner): the
+"""The class server's set-up (utils/classroom/), its checks that need no users (and no root, but for the kernel spec's owner): the
 class list, names, who can run what.
 The whole setup runs in tests/test_hub_classroom.py."""
 
@@ -11,17 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from utils.classroom import setup as classroom
+from utils.classroom import course_folder, disk, environment, hub, kernels
+from utils.classroom import room as rooms
 from utils.errors import ToolError
 
 
 def test_students_file_plain_or_roster_csv(tmp_path):
     plain = tmp_path / "students.txt"
     plain.write_text("# the class\nalice\n\nbob\nalice\n")
-    assert classroom.read_students(plain) == ["alice", "bob"]
+    assert rooms.read_students(plain) == ["alice", "bob"]
     roster = tmp_path / "students.csv"
     roster.write_text("id,first_name,last_name,email\nalice,Alice,A,a@example.org\nbob_2,Bob,B,\n")
-    assert classroom.read_students(roster) == ["alice", "bob_2"]
+    assert rooms.read_students(roster) == ["alice", "bob_2"]
 
 
 @pytest.mark.parametrize("name", ["Alice", "al+ice", "../x", "1abc", "a b"])
@@ -29,7 +30,7 @@ def test_unusable_names_are_named(tmp_path, name):
     f = tmp_path / "students.txt"
     f.write_text(f"alice\n{name}\n")
     with pytest.raises(ToolError, match="not a usable user name") as err:
-        classroom.read_students(f)
+        rooms.read_students(f)
     assert repr(name) in str(err.value)
 
 
@@ -48,12 +49,12 @@ def test_runnable_by_everyone_names_the_closed_folder():
         exe.write_text("#!/bin/sh\n")
         exe.chmod(0o755)
         (base / "private").chmod(0o755)
-        assert classroom.runnable_by_everyone(exe) is None
+        assert environment.runnable_by_everyone(exe) is None
         (base / "private").chmod(0o700)
-        assert classroom.runnable_by_everyone(exe) == str(base / "private")
+        assert environment.runnable_by_everyone(exe) == str(base / "private")
         (base / "private").chmod(0o755)
         exe.chmod(0o700)
-        assert classroom.runnable_by_everyone(exe) == str(exe)
+        assert environment.runnable_by_everyone(exe) == str(exe)
     finally:
         shutil.rmtree(base)
 
@@ -61,11 +62,11 @@ def test_runnable_by_everyone_names_the_closed_folder():
 def test_setup_refuses_without_root(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(ToolError, match="as root"):
-        classroom.require_root()
+        rooms.require_root()
 
 
 def test_pins_come_from_the_requirements():
-    pins = classroom.pinned_requirements()
+    pins = environment.pinned_requirements()
     assert any(p.startswith("nbgrader==") for p in pins) and any(p.startswith("jupyterhub==") for p in pins)
 
 
@@ -84,56 +85,56 @@ def test_the_course_package_is_installed_as_a_copy_without_touching_the_checkout
     import subprocess
     import sys
     # the project's own environment: an editable install, which points back here
-    assert "outside the environment" in classroom.course_copy_state(Path(sys.executable))
+    assert "outside the environment" in environment.course_copy_state(Path(sys.executable))
     env = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     python = env / "bin" / "python"
-    assert classroom.course_copy_state(python) == "not installed"
-    before = _tree(classroom.REPO)
-    classroom.install_course(python)
-    assert _tree(classroom.REPO) == before
-    assert classroom.course_copy_state(python) is None
+    assert environment.course_copy_state(python) == "not installed"
+    before = _tree(rooms.REPO)
+    environment.install_course(python)
+    assert _tree(rooms.REPO) == before
+    assert environment.course_copy_state(python) is None
     installed = Path(subprocess.run([str(python), "-I", "-c", "import importlib.util as u; print(u.find_spec('course').origin)"],
                                     cwd="/", capture_output=True, text=True, check=True).stdout.strip())
     assert installed.is_relative_to(env) and installed.name == "__init__.py"
     # a change in the checkout's package is seen as a stale copy
     (installed.parent / "__init__.py").write_text(installed.read_text() + "\n# changed\n")
-    assert "differs" in classroom.course_copy_state(python)
+    assert "differs" in environment.course_copy_state(python)
 
 
 @pytest.mark.slow
 def test_the_setup_starts_with_the_standard_library_alone(tmp_path):
-    """On a bare server utils.classroom.setup runs in an empty environment, before nbformat is there."""
+    """On a bare server the set-up runs in an empty environment, before nbformat is there."""
     import subprocess
     import sys
-    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom.setup as c; "
+    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom.cli, utils.classroom.room as c; "
             "print(c.ToolError.__name__, c.REPO)")
-    res = subprocess.run([sys.executable, "-c", code], cwd=classroom.REPO, capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-c", code], cwd=rooms.REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["ToolError", str(classroom.REPO)]
+    assert res.stdout.split() == ["ToolError", str(rooms.REPO)]
 
 
-def _room(**kw) -> classroom.Classroom:
-    return classroom.Classroom("teacher", ["alice"], prefix="/nonexistent", **kw)
+def _room(**kw) -> rooms.Classroom:
+    return rooms.Classroom("teacher", ["alice"], prefix="/nonexistent", **kw)
 
 
 def test_the_hub_stays_on_loopback_unless_served_over_tls(tmp_path):
-    classroom.check_bind(_room())                                   # the default: loopback
-    classroom.check_bind(_room(bind_url="http://127.0.0.1:9000"))
-    classroom.check_bind(_room(bind_url="http://localhost:9000", behind_proxy=True))
+    hub.check_bind(_room())                                   # the default: loopback
+    hub.check_bind(_room(bind_url="http://127.0.0.1:9000"))
+    hub.check_bind(_room(bind_url="http://localhost:9000", behind_proxy=True))
     with pytest.raises(ToolError, match="plain HTTP"):               # the control: a public address refused
-        classroom.check_bind(_room(bind_url="http://0.0.0.0:8000"))
+        hub.check_bind(_room(bind_url="http://0.0.0.0:8000"))
     with pytest.raises(ToolError, match="plain HTTP"):
-        classroom.check_bind(_room(bind_url="http://203.0.113.7:443"))
+        hub.check_bind(_room(bind_url="http://203.0.113.7:443"))
     with pytest.raises(ToolError, match="keeps the hub on loopback"):
-        classroom.check_bind(_room(bind_url="http://0.0.0.0:8000", behind_proxy=True))
+        hub.check_bind(_room(bind_url="http://0.0.0.0:8000", behind_proxy=True))
     with pytest.raises(ToolError, match="both"):
-        classroom.check_bind(_room(bind_url="http://0.0.0.0:8000", ssl_cert=str(tmp_path / "c")))
+        hub.check_bind(_room(bind_url="http://0.0.0.0:8000", ssl_cert=str(tmp_path / "c")))
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert.write_text("cert")
     key.write_text("key")
     room = _room(bind_url="http://0.0.0.0:443", ssl_cert=str(cert), ssl_key=str(key))
-    classroom.check_bind(room)
+    hub.check_bind(room)
     assert room.bind_url == "https://0.0.0.0:443"
 
 
@@ -160,9 +161,9 @@ def stat_mode(path: Path) -> int:
 
 
 def test_the_mount_of_a_path():
-    point, fstype, opts = classroom.mount_of(Path("/proc/self"))
+    point, fstype, opts = disk.mount_of(Path("/proc/self"))
     assert point == "/proc" and fstype == "proc" and opts
-    assert classroom.mount_of(Path("/"))[0] == "/"
+    assert disk.mount_of(Path("/"))[0] == "/"
 
 
 @pytest.mark.slow
@@ -170,7 +171,7 @@ def test_the_one_command_without_a_class_installs_nothing():
     """`bash utils/classroom/setup.sh` without --instructor stops before installing anything;
     --help prints the usage (the script's and the setup's options)."""
     import subprocess
-    script = str(classroom.REPO / "utils" / "classroom" / "setup.sh")
+    script = str(rooms.REPO / "utils" / "classroom" / "setup.sh")
     res = subprocess.run(["bash", script, "--prefix", "/nonexistent/prefix"], capture_output=True, text=True)
     assert res.returncode == 2 and "usage:" in res.stderr
     assert not Path("/nonexistent/prefix").exists()
@@ -181,17 +182,17 @@ def test_the_one_command_without_a_class_installs_nothing():
 def test_the_hubs_ports_are_ones_only_root_may_take(monkeypatch):
     """The public port, the hub's own and the proxy's API below the first unprivileged port, and
     distinct; the control: an unprivileged port (the hub's usual 8000, 8081, 8001) is refused."""
-    classroom.check_ports(_room())
-    classroom.check_ports(_room(bind_url="https://0.0.0.0:443", hub_port=700, proxy_api_port=701))
+    hub.check_ports(_room())
+    hub.check_ports(_room(bind_url="https://0.0.0.0:443", hub_port=700, proxy_api_port=701))
     for kw in ({"bind_url": "http://127.0.0.1:8000"}, {"hub_port": 8081}, {"proxy_api_port": 8001}):
         with pytest.raises(ToolError, match="any user may listen on"):
-            classroom.check_ports(_room(**kw))
+            hub.check_ports(_room(**kw))
     with pytest.raises(ToolError, match="must differ"):
-        classroom.check_ports(_room(hub_port=880))
+        hub.check_ports(_room(hub_port=880))
     # where the system lets everyone take low ports (a container's default), the setup says so
-    monkeypatch.setattr(classroom, "unprivileged_port_start", lambda: 0)
+    monkeypatch.setattr(hub, "unprivileged_port_start", lambda: 0)
     with pytest.raises(ToolError, match="ip_unprivileged_port_start=1024"):
-        classroom.check_ports(_room())
+        hub.check_ports(_room())
 
 
 def test_the_checkout_is_closed_to_other_users(tmp_path):
@@ -199,9 +200,9 @@ def test_the_checkout_is_closed_to_other_users(tmp_path):
     checkout.mkdir(mode=0o755)
     checkout.chmod(0o755)
     room = _room()
-    classroom.close_checkout(room, checkout)
+    course_folder.close_checkout(room, checkout)
     assert stat_mode(checkout) == 0o700 and "hidden tests" in room.actions[0]
-    classroom.close_checkout(room, checkout)   # the control: a closed one is left as it is
+    course_folder.close_checkout(room, checkout)   # the control: a closed one is left as it is
     assert len(room.actions) == 1
 
 
@@ -216,7 +217,7 @@ def test_kernels_use_unix_sockets_in_the_users_runtime_folder(tmp_path, monkeypa
     try:
         for run, transport in ((short / "run", "ipc"), (tmp_path / ("x" * 60) / "run", "tcp")):
             monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(run))
-            for name, text in classroom.KERNEL_CONFIG.items():
+            for name, text in kernels.KERNEL_CONFIG.items():
                 (tmp_path / name).write_text(text)
                 cfg = PyFileConfigLoader(name, path=str(tmp_path)).load_config()
                 km = KernelManager(config=cfg)
@@ -230,12 +231,12 @@ def test_kernels_use_unix_sockets_in_the_users_runtime_folder(tmp_path, monkeypa
 
 
 def test_an_origin_per_user_needs_https():
-    classroom.check_bind(_room(subdomain_host="https://class.example.org"))
-    classroom.check_bind(_room(subdomain_host="http://localhost:880"))   # a browser on this server
+    hub.check_bind(_room(subdomain_host="https://class.example.org"))
+    hub.check_bind(_room(subdomain_host="http://localhost:880"))   # a browser on this server
     with pytest.raises(ToolError, match="use https"):                      # the control
-        classroom.check_bind(_room(subdomain_host="http://class.example.org"))
+        hub.check_bind(_room(subdomain_host="http://class.example.org"))
     with pytest.raises(ToolError, match="such as"):
-        classroom.check_bind(_room(subdomain_host="class.example.org/path"))
+        hub.check_bind(_room(subdomain_host="class.example.org/path"))
 
 
 
@@ -248,13 +249,13 @@ def test_the_kernel_spec_turns_the_debugger_off_without_writing_through_a_link(t
                       '"display_name": "Python 3 (ipykernel)", "language": "python", '
                       '"metadata": {"debugger": true, "supported_encryption": ["curve"]}}')
     os.link(shared, spec)
-    room = classroom.Classroom("teacher", ["alice"], prefix=str(tmp_path), env=str(tmp_path / "env"))
-    classroom.kernel_spec(room)
+    room = rooms.Classroom("teacher", ["alice"], prefix=str(tmp_path), env=str(tmp_path / "env"))
+    kernels.kernel_spec(room)
     import json
     got = json.loads(spec.read_text())
     assert got["metadata"] == {"debugger": False, "supported_encryption": ["curve"]}, got
     assert got["argv"][-1] == "{connection_file}" and (spec.stat().st_mode & 0o7777) == 0o644
     assert json.loads(shared.read_text())["metadata"]["debugger"] is True   # the other environment's untouched
     done = len(room.actions)
-    classroom.kernel_spec(room)
+    kernels.kernel_spec(room)
     assert len(room.actions) == done   # a second run changes nothing

@@ -1,6 +1,7 @@
 """One set of pins (requirements-pins.txt): environment.yml repeats it exactly; the students'
-requirements.txt adds only torch's CPU index; the instructor's and the tests' files take the pins
-without that index."""
+requirements.txt adds only torch's CPU index; the class server's (requirements-classroom.txt), the
+Dask cluster's (requirements-instructor.txt) and the tests' files take the pins without that index,
+each on top of the one before. Which imports each must name: tests/test_requirements.py."""
 
 from __future__ import annotations
 
@@ -85,6 +86,8 @@ def test_instructor_requirements_are_pinned_and_not_the_students():
     assert not any(name in env_text for name in INSTRUCTOR_ONLY)
     dev = [l.strip() for l in (REPO / "requirements-dev.txt").read_text().splitlines()]
     assert "-r requirements-instructor.txt" in dev
+    assert "-r requirements-classroom.txt" in lines_of("requirements-instructor.txt")
+    assert "-r requirements-pins.txt" in lines_of("requirements-classroom.txt")
 
 
 def test_installed_instructor_versions_match_pins():
@@ -119,14 +122,17 @@ def test_no_test_hub_or_cluster_package_for_students():
     students = set(pins_from_requirements()) | set(pins_from_environment())
     assert not students & TEST_HUB_CLUSTER, students & TEST_HUB_CLUSTER
     assert set(pins_from("requirements-dev.txt")) | set(pins_from("requirements-instructor.txt")) \
-        >= TEST_HUB_CLUSTER
+        | set(pins_from("requirements-classroom.txt")) >= TEST_HUB_CLUSTER
+    # the class server's environment: the hub, no Dask (grading imports it only for a scheduler)
+    assert "jupyterhub" in pins_from("requirements-classroom.txt")
+    assert not set(pins_from("requirements-classroom.txt")) & INSTRUCTOR_ONLY
 
 
 def test_instructor_and_test_installs_never_reach_torchs_index():
     """They include the pins, not requirements.txt: their install works where only PyPI answers."""
-    for name in ("requirements-dev.txt", "requirements-instructor.txt"):
+    for name in ("requirements-dev.txt", "requirements-instructor.txt", "requirements-classroom.txt"):
         lines = lines_of(name)
-        assert "-r requirements-pins.txt" in lines or "-r requirements-instructor.txt" in lines, name
+        assert {"-r requirements-pins.txt", "-r requirements-classroom.txt", "-r requirements-instructor.txt"} & set(lines), name
         assert "-r requirements.txt" not in lines, name
         assert not any(l.startswith(("--extra-index-url", "--index-url", "-i ")) for l in lines), name
 

@@ -1,12 +1,17 @@
 """A class on one Linux server, end to end, as docs/instructors.md tells the administrator to run it.
 
-The one command (`bash utils/classroom/setup.sh`, twice: the second run changes nothing) into this
-test's own folders, with real Unix users of random names and passwords; a real JupyterHub (PAM
-logins, one local process per user, configurable-http-proxy) on free privileged loopback ports. One
-student works through her server's REST API (what the Assignments tab sends); the other student and
-the instructor type the docs' commands into JupyterLab terminals of their servers (terminado
-websockets, login shells): release, fetch, submit, collect, grade in the sandbox, feedback, fetch
-feedback. Then what one student must not do to another, each check beside a control that shows it
+Every command of docs/instructors.md's class blocks (read from the page: a command added there that
+the test does not run fails it), as the user the block names. The one command (`bash
+utils/classroom/setup.sh`, twice: the second run changes nothing) into this test's own folders,
+with real Unix users of random names and passwords; its first run builds the class's environment
+as on a new server (a venv, pip install -r requirements-classroom.txt), pip reading only the
+wheels `make env` keeps in .venv/wheels (HUB_TEST_ENV=DIR reuses an environment an earlier run
+built). A real JupyterHub (PAM logins, one local process per user, configurable-http-proxy) on free
+privileged loopback ports. One student works through her server's REST API (what the Assignments
+tab sends); the other student and the instructor type the docs' commands into JupyterLab terminals
+of their servers (terminado websockets, login shells): roster, release, fetch, validate, submit,
+collect, grade in the sandbox (in an environment without Dask), feedback, fetch feedback, the class
+report; the formgrader lists the scores; add-student adds a fourth user; teardown ends it. Then what one student must not do to another, each check beside a control that shows it
 can fail: the same probe run by the owner (or against a submission made by nbgrader's own submit)
 succeeds. And the class server's attacks of docs/instructors.md's threat model, as a student, each
 with its control: a classmate's kernel heard through loopback TCP, modules and a config planted in
@@ -29,6 +34,7 @@ import os
 import pwd
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -41,7 +47,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.classroom.setup import install_course, runnable_by_everyone
+from utils.classroom.environment import runnable_by_everyone
 from utils.authoring import nbauthor as A
 from utils.lessons import REPO
 from utils.notebooks import submission_from
@@ -119,47 +125,62 @@ def _free_privileged_ports(n: int) -> list[int]:
     raise AssertionError("no free privileged ports on loopback")
 
 
-def _linked_env(dest: Path, python: Path) -> Path:
-    """A virtual environment at `dest` made from `python` (which every user can run) holding the
-    packages of the environment running this test, hard-linked (no copy, no download). HUB_TEST_ENV
-    names an environment built by `utils.classroom.setup setup` to use instead."""
-    src = Path(sys.prefix)
-    (dest / "bin").mkdir(parents=True)
-    for part in ("lib", "share", "etc", "include"):
-        if (src / part).is_dir():
-            subprocess.run(["cp", "-al", str(src / part), str(dest / part)], check=True)
-    if (src / "lib64").is_symlink():
-        (dest / "lib64").symlink_to("lib")
-    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
-    for name in ("python", "python3", f"python{ver}"):
-        (dest / "bin" / name).symlink_to(python)
-    (dest / "pyvenv.cfg").write_text(f"home = {python.parent}\ninclude-system-site-packages = false\n"
-                                     f"version = {ver}\n")
-    old = f"#!{src}/bin/"
-    for script in (src / "bin").iterdir():
-        if script.is_file() and not script.is_symlink() and not (dest / "bin" / script.name).exists():
-            head = script.read_bytes()[:200]
-            if head.startswith(old.encode()):
-                text = script.read_text()
-                first, rest = text.split("\n", 1)
-                target = dest / "bin" / script.name
-                target.write_text(f"#!{dest}/bin/python\n{rest}")
-                target.chmod(0o755)
-    # a package whose release needs a newer Python than `python` (e.g. a patch release): the newest
-    # one that runs there, as pip would have chosen (pip uninstall only unlinks the shared files)
-    from importlib.metadata import distributions
-    from packaging.specifiers import SpecifierSet
-    there = subprocess.run([str(python), "-c", "import platform; print(platform.python_version())"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    older = [f"{d.metadata['Name']}<{d.version}" for d in distributions()
-             if d.metadata.get("Requires-Python") and there not in SpecifierSet(d.metadata["Requires-Python"])]
-    if older:
-        subprocess.run([str(dest / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        *older], check=True, capture_output=True)
-    # the course package as its own copy, as the setup installs it: the project's .venv has an
-    # editable install pointing at this checkout, which may lie in a folder other users cannot enter
-    install_course(dest / "bin" / "python")
-    return dest
+# The class server's packages as wheel files, filled by `make env` (the Makefile's WHEELS): the one
+# command's pip reads them alone (no index), as an administrator's pip would read an index.
+WHEELS = REPO / ".venv" / "wheels"
+
+
+def _pip_from_wheels() -> dict[str, str]:
+    """pip's own settings that point the setup's `pip install` at WHEELS and nothing else; none
+    (pip's configured indexes, minutes) where `make env` has not filled it."""
+    if WHEELS.is_dir() and any(WHEELS.glob("*.whl")):
+        return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(WHEELS)}
+    return {}
+
+
+# --- the docs' commands ---------------------------------------------------------------------------
+
+DOC = REPO / "docs" / "instructors.md"
+# docs/instructors.md's blocks of class commands, each opened by a line saying who runs them
+ROLES = {"root": "# as root, in the clone", "instructor": "# as the instructor, in a terminal of their JupyterLab",
+         "student": "# as a student, in a terminal of their JupyterLab"}
+
+
+def doc_commands() -> dict[str, list[str]]:
+    """The commands of each role's blocks in docs/instructors.md, in order, comments left out."""
+    text = DOC.read_text()
+    found: dict[str, list[str]] = {}
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        first = block.splitlines()[0].strip()
+        for role, opening in ROLES.items():
+            if first.startswith(opening):
+                lines = [l.strip() for l in block.splitlines()[1:]]
+                found.setdefault(role, []).extend(l.split(" #")[0].strip() for l in lines if l and not l.startswith("#"))
+    return found
+
+
+class Docs:
+    """The docs' commands as the test runs them: the real lesson's name replaced by the tiny
+    lesson's, the example names by the test's users and files, and the options that keep the
+    class in this test's folders added; each command taken once, and `unused` says which of the
+    docs' commands the test never ran."""
+
+    def __init__(self, names: dict[str, str]):
+        self.commands = doc_commands()
+        self.names = names
+        self.used: set[tuple[str, str]] = set()
+
+    def __call__(self, role: str, containing: str) -> str:
+        hits = [c for c in self.commands.get(role, []) if containing in c]
+        assert len(hits) == 1, f"docs/instructors.md: one command with {containing!r} for {role} expected, found {hits}"
+        self.used.add((role, hits[0]))
+        line = hits[0]
+        for old, new in self.names.items():
+            line = re.sub(rf"(?<![\w./-]){re.escape(old)}(?![\w-])", new, line)
+        return line
+
+    def unused(self) -> list[str]:
+        return [f"{role}: {c}" for role, cs in self.commands.items() for c in cs if (role, c) not in self.used]
 
 
 # --- users and processes ------------------------------------------------------------------------
@@ -376,6 +397,7 @@ class Class:
         self.tag = secrets.token_hex(3)
         self.users = Users(base / "homes")
         self.instructor, self.alice, self.bob = f"hc{self.tag}i", f"hc{self.tag}a", f"hc{self.tag}b"
+        self.carol = f"hc{self.tag}c"   # added to the class later, by add-student
         self.prefix = base / "prefix"
         self.exchange = base / "exchange"
         self.env = base / "prefix" / "env"
@@ -395,28 +417,26 @@ class Class:
         return self.home(self.instructor) / COURSE_ID
 
     def build(self) -> tuple[str, str]:
-        """The users (homes as the distribution makes them, 0755), the shared environment (linked
-        from the one running this test), the instructor's course (the tiny rehearsal lessons with
-        this repository's tools), then the one command, twice. Its two outputs."""
+        """The users (homes as the distribution makes them, 0755), the instructor's course (the
+        tiny rehearsal lessons with this repository's tools), then the one command as the docs
+        write it, twice: the first run builds the shared environment as on a new server (a venv,
+        pip install -r requirements-classroom.txt, here from the wheels `make env` keeps). Its two
+        outputs."""
         (self.base / "homes").mkdir(mode=0o755)
         self.prefix.mkdir(mode=0o755)
-        for name in (self.instructor, self.alice, self.bob):
+        for name in (self.instructor, self.alice, self.bob, self.carol):
             self.users.add(name)
         # a clone readable by everyone (git's default modes), with every lesson's source/
         self.checkout.mkdir(mode=0o755)
         for part in ("utils", "course", "source"):
             shutil.copytree(REPO / part, self.checkout / part, ignore=shutil.ignore_patterns("__pycache__"))
-        for f in ("pyproject.toml", "requirements.txt", "requirements-pins.txt", "requirements-dev.txt"):
+        for f in ("pyproject.toml", *(p.name for p in REPO.glob("requirements*.txt"))):
             shutil.copy2(REPO / f, self.checkout / f)
         self.markers.mkdir(mode=0o777)
         self.markers.chmod(0o1777)
-        t0 = time.monotonic()
-        given = os.environ.get("HUB_TEST_ENV")
+        given = os.environ.get("HUB_TEST_ENV")   # an environment the one command built in an earlier run
         if given:
             self.env = Path(given)
-        else:
-            _linked_env(self.env, _base_python())
-        TIMINGS["the environment, linked from this one"] = time.monotonic() - t0
         # the tiny lesson's source and the course's configuration; the instructor's release builds it
         scratch_config(self.course, REPO, "")
         name, cells = rehearsal_lessons()[LESSON]
@@ -424,8 +444,10 @@ class Class:
         shutil.copytree(REPO / "utils", self.course / "utils", ignore=shutil.ignore_patterns("__pycache__"))
         roster = self.base / "students.csv"
         roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
-        args = ["bash", str(self.checkout / "utils" / "classroom" / "setup.sh"), "--prefix", str(self.prefix),
-                "--instructor", self.instructor, "--students", str(roster), "--exchange", str(self.exchange),
+        self.docs = Docs({"teacher": self.instructor, "students.csv": str(roster), "NAME": self.carol,
+                          "01_two_phases/two_phases.ipynb": f"{LESSON}/{NB}", "01_two_phases": LESSON})
+        # the docs' command, and the options that keep the class in this test's folders and ports
+        args = [*shlex.split(self.docs("root", "setup.sh")), "--prefix", str(self.prefix), "--exchange", str(self.exchange),
                 "--env", str(self.env), *([] if _base_python() == DEBIAN_PYTHON else ["--python", str(_base_python())]),
                 "--course-dir", str(self.course),
                 "--profile-script", str(self.profile), "--address", f"127.0.0.1:{self.port}",
@@ -434,10 +456,23 @@ class Class:
         source = next(self.checkout.glob("source/*/*.ipynb"))
         assert _can(self.bob, f"cat {source} >/dev/null"), "the control: the clone was expected readable before the setup"
         t0 = time.monotonic()
-        first = _check(subprocess.run(args, capture_output=True, text=True, cwd="/"), "the one command")
-        TIMINGS["the one command (environment in place)"] = time.monotonic() - t0
-        again = _check(subprocess.run(args, capture_output=True, text=True, cwd="/"), "the one command, again")
+        first = self.as_root(args, "the one command", {} if given else _pip_from_wheels())
+        TIMINGS["the one command, first run" + ("" if given else ": the environment built by pip" +
+                                                   (" from the wheels" if _pip_from_wheels() else ""))] = time.monotonic() - t0
+        t0 = time.monotonic()
+        again = self.as_root(args, "the one command, again")
+        TIMINGS["the one command, again"] = time.monotonic() - t0
         return first, again
+
+    def as_root(self, args: list[str], what: str, env: dict[str, str] | None = None) -> str:
+        """A command of the administrator's, as root in the clone."""
+        return _check(subprocess.run(args, capture_output=True, text=True, cwd=self.checkout,
+                                     env={**os.environ, **(env or {})}), what)
+
+    def root_doc(self, containing: str) -> list[str]:
+        """The docs' root command with `containing`, given this class's --prefix."""
+        line = self.docs("root", containing)
+        return shlex.split(line.replace("-m utils.classroom ", f"-m utils.classroom --prefix {self.prefix} "))
 
     def inbound(self, student: str) -> list[Path]:
         """The student's own submission folders in the exchange, oldest first."""
@@ -500,6 +535,18 @@ def base():
     yield folder
 
 
+def _remove_env_later(room: Class, base: Path) -> None:
+    """The class's environment (some 45,000 files) moved out of the test's folder and removed by a
+    process of its own: deleting it takes minutes of waiting on some disks and almost no CPU, which
+    the test need not wait for."""
+    env = base / "prefix" / "env"
+    if env.is_dir() and not env.is_symlink():
+        trash = Path(tempfile.mkdtemp(prefix="hub-class-env-", dir=base.parent))
+        env.rename(trash / "env")
+        subprocess.Popen(["rm", "-rf", str(trash)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def _scores(grade_output: str) -> dict[str, str]:
     return dict(re.findall(r"^01_tiny\s+(\S+): (\d+(?:\.\d+)?/\d+)", grade_output, flags=re.M))
 
@@ -517,8 +564,10 @@ def test_a_class_on_one_server(base):
         assert f"hub URL      http://127.0.0.1:{room.port}/" in first and "left to you" in first, first
         assert "shares the hub's origin" in first and "WARNING" not in first, first   # loopback, one origin
         assert "changed this run: 0" in again and "installing" not in again, f"a second run changed things:\n{again}"
+        t0 = time.monotonic()
         _check_layout(room)
         _check_checkout(room)
+        TIMINGS["the layout's checks"] = time.monotonic() - t0
 
         hub = room.hub = Hub(room)
         _check_hub_face(room)
@@ -533,31 +582,39 @@ def test_a_class_on_one_server(base):
             hub.wait(lambda: hub.ready(name), 300, f"{name}'s server")
         TIMINGS["three servers started together, all ready"] = time.monotonic() - t0
         teacher, alice, bob = (Server(hub, n) for n in names)
+        t0 = time.monotonic()
         _check_servers(room, alice, teacher)
         _check_kernels(room, alice)
+        TIMINGS["the servers' and kernels' checks"] = time.monotonic() - t0
 
-        # the round trip: the instructor and bob in terminals, alice through the REST API
+        # the round trip: the instructor and bob in terminals, typing the docs' commands; alice
+        # through the REST API (what the Assignments tab's buttons send)
         t_trip = time.monotonic()
-        found = teacher.terminal("command -v python nbgrader jupyter", f"cd ~/{COURSE_ID} && python -m utils.classroom.workflow release {LESSON}")
+        docs = room.docs
+        cd = docs("instructor", "cd ")
+        found = teacher.terminal("command -v python nbgrader jupyter", "python -c 'import distributed'; test $? = 1",
+                                 cd, docs("instructor", "workflow roster"), docs("instructor", "workflow release"))
         assert found[0].count(f"{room.env}/bin/") >= 3, found[0]
+        assert "No module named 'distributed'" in found[1], found[1]   # the class grades without Dask
+        assert "imported students from" in found[3], found[3]
         alice.nbgrader("fetch")
         r = alice.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
                                                                    "content": room.answered({})})
         assert r.status_code in (200, 201), r.text
         alice.nbgrader("submit")
-        bob.terminal(f"nbgrader fetch_assignment {LESSON}")
+        bob.terminal(docs("student", "fetch_assignment"))
         r = bob.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
                                                                  "content": room.answered({"mul": ONLY_VISIBLE})})
         assert r.status_code in (200, 201), r.text
         # validate in a terminal: its kernel on Unix sockets, so no warning about TCP; the control:
         # the same validate over TCP (bob weakening his own kernel) prints it
-        ipc, tcp = bob.terminal(f"nbgrader validate {LESSON}/{NB}",
-                                f"nbgrader validate {LESSON}/{NB} --KernelManager.transport=tcp --KernelManager.ip=127.0.0.1")
+        validate = docs("student", "nbgrader validate")
+        ipc, tcp = bob.terminal(validate, f"{validate} --KernelManager.transport=tcp --KernelManager.ip=127.0.0.1")
         assert "Success" in ipc and "without encryption" not in ipc, ipc
         assert "without encryption" in tcp, tcp
         # modules and configuration planted beside the notebook, to run as whoever opens the folder
         _check(_sh(room.bob, _plant(room, f"~/{LESSON}")), "bob plants modules")
-        bob.terminal(f"nbgrader submit {LESSON}")
+        bob.terminal(docs("student", "nbgrader submit"))
         a_sub, b_sub = room.inbound(room.alice)[-1], room.inbound(room.bob)[-1]
         for sub in (a_sub, b_sub):
             assert sub.stat().st_mode & 0o7777 in (0o750, 0o2750) and sub.stat().st_gid == pwd.getpwnam(room.instructor).pw_gid
@@ -573,27 +630,36 @@ def test_a_class_on_one_server(base):
         _check(_sh(room.bob, f"cd '{inbound}' && mkdir '{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged' && "
                              f"mkdir '{room.alice}+{LESSON}+not a date+x' && echo junk > '{room.bob}+{LESSON}+{ts}+file' && "
                              f"ln -s / '{room.bob}+{LESSON}+2099-01-01 00:00:00.000000 UTC+link'"), "bob's junk in inbound/")
-        collected = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.classroom.workflow collect {LESSON}")[0]
+        collected = teacher.terminal(cd, docs("instructor", "workflow collect"))[1]
         assert f"2 submission(s) in submitted/: {room.alice}, {room.bob}" in collected, collected
         notes = (room.course / "refused" / f"{LESSON}.txt").read_text()
         assert f"named for {room.alice} but owned by {room.bob}" in notes and notes.count("\n") == 4, notes
 
         t0 = time.monotonic()
-        graded = teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.grading {LESSON}", timeout=400)[0]
+        graded = teacher.terminal(cd, docs("instructor", "utils.grading 0"), timeout=400)[1]
         TIMINGS["grading two submissions in the sandbox, from the instructor's terminal"] = time.monotonic() - t0
         assert _scores(graded.replace("\r", "")) == {room.alice: "6/6", room.bob: "3/6"}, graded
         uid = room.users.uid(room.instructor)
         left = [p.name for p in Path(tempfile.gettempdir()).glob("k[bc]-*") if p.lstat().st_uid == uid]
         assert left == [], f"grading left its sandboxes' folders in /tmp: {left}"
-        teacher.terminal(f"cd ~/{COURSE_ID} && python -m utils.classroom.workflow feedback {LESSON}")
+        teacher.terminal(cd, docs("instructor", "workflow feedback"))
         alice.nbgrader("fetch_feedback")
         fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 6.0 / 6.0" in fb[-1].read_text() and fb[-1].stat().st_uid == room.users.uid(room.alice)
-        bob.terminal(f"nbgrader fetch_feedback {LESSON}")
+        bob.terminal(docs("student", "fetch_feedback"))
         fb = sorted(room.home(room.bob).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 3.0 / 6.0" in fb[-1].read_text() and "HIDDEN-CHECK" not in fb[-1].read_text()
         TIMINGS["round trip (release to fetched feedback)"] = time.monotonic() - t_trip
         _check_planted(room)
+        # what the class got wrong: the report in the terminal, the submissions in the formgrader
+        t0 = time.monotonic()
+        report = teacher.terminal(cd, docs("instructor", "utils.grading.report"))[1]
+        assert f"{LESSON}/mul_test" in report, report
+        TIMINGS["the class report, from the instructor's terminal"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        _check_formgrader(room, teacher)
+        _check_add_student(room)
+        TIMINGS["the formgrader's submissions, add-student"] = time.monotonic() - t0
 
         # every probe: refused to bob; the control, alice on her own, succeeds (the probe can succeed)
         t0 = time.monotonic()
@@ -616,17 +682,56 @@ def test_a_class_on_one_server(base):
         t0 = time.monotonic()
         _check_subdomains(room)
         TIMINGS["the class again with --subdomain-host: setup, hub, two servers, checks"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        _check_teardown(room)
+        TIMINGS["teardown"] = time.monotonic() - t0
+        assert docs.unused() == [], f"commands of docs/instructors.md this test does not run: {docs.unused()}"
     finally:
         if room.hub is not None:
             room.hub.stop()
+        t0 = time.monotonic()
         problems = room.users.remove_all()
         room.profile.unlink(missing_ok=True)
+        _remove_env_later(room, base)
         shutil.rmtree(base, ignore_errors=True)
+        TIMINGS["cleaning up: users, processes, folders"] = time.monotonic() - t0
         TIMINGS["whole test"] = time.monotonic() - t_start
         print("timings (s):", json.dumps({k: round(v, 1) for k, v in TIMINGS.items()}),
               "load average:", Path("/proc/loadavg").read_text().split()[:3])
         assert not problems, problems
         assert not base.exists()
+
+
+def _check_formgrader(room: Class, teacher: Server) -> None:
+    """The formgrader (docs: open /user/NAME/formgrader in its own tab) on the instructor's server
+    lists both graded submissions with their scores, from the class's environment."""
+    r = teacher.call("GET", f"/formgrader/api/submissions/{LESSON}")
+    assert r.status_code == 200, (r.status_code, r.text[:500])
+    scores = {s["student"]: s["score"] for s in r.json()}
+    assert scores == {room.alice: 6.0, room.bob: 3.0}, r.text[:1000]
+
+
+def _check_add_student(room: Class) -> None:
+    """add-student, as the docs write it, for an account made beforehand: her home closed, her
+    Jupyter configuration with the private submit, her runtime folder, the class record."""
+    out = room.as_root(room.root_doc("add-student"), "add-student")
+    assert "changed this run: 0" not in out, out
+    assert _mode(room.home(room.carol)) == 0o700
+    assert "PrivateSubmit" in (room.home(room.carol) / ".jupyter" / "nbgrader_config.py").read_text()
+    run = room.prefix / "run" / str(room.users.uid(room.carol))
+    assert _mode(run) == 0o700 and run.stat().st_uid == room.users.uid(room.carol)
+    assert room.carol in json.loads((room.prefix / "classroom.json").read_text())["students"]
+
+
+def _check_teardown(room: Class) -> None:
+    """teardown, as the docs write it: each user's configuration that the setup wrote and the
+    profile script removed; homes, accounts and the course directory kept."""
+    cfg = room.home(room.alice) / ".jupyter" / "nbgrader_config.py"
+    assert cfg.exists() and room.profile.exists()
+    out = room.as_root(room.root_doc("teardown"), "teardown")
+    assert "accounts, homes and the course directory were kept" in out, out
+    assert not cfg.exists() and not room.profile.exists(), out
+    assert (room.course / "gradebook.db").exists() and room.home(room.alice).is_dir()
 
 
 _PLANTED = ("nbformat.py", "nbgrader_config.py", "sitecustomize.py", "utils/__init__.py")
@@ -834,8 +939,7 @@ def _check_subdomains(room: Class) -> None:
     subdomain work."""
     domain = f"c{room.tag}.localhost"
     sub = f"http://{domain}:{room.port}"
-    out = _check(subprocess.run([*room.setup_args, "--subdomain-host", sub], capture_output=True, text=True, cwd="/"),
-                 "the one command with --subdomain-host")
+    out = room.as_root([*room.setup_args, "--subdomain-host", sub], "the one command with --subdomain-host")
     assert json.loads((room.prefix / "classroom.json").read_text())["subdomain_host"] == sub
     assert "shares the hub's origin" not in out, out
     hub = room.hub = Hub(room)

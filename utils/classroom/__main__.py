@@ -1,7 +1,7 @@
-"""python -m utils.classroom setup|add-student|teardown: the class server (utils/classroom/setup.py)."""
+"""python -m utils.classroom setup|add-student|teardown: the class server (utils/classroom/cli.py)."""
 
 import sys
 
-from utils.classroom.setup import main
+from utils.classroom.cli import main
 
 sys.exit(main())

@@ -21,7 +21,6 @@ from utils.lessons import REPO, resolve_lessons
 from utils.processes import log_tail, nbgrader
 from utils.scores import read_scores_url, score_table
 from utils.grading.dask.address import scheduler_address
-from utils.grading.dask.cluster_runner import DaskRunner
 from utils.grading.lesson import GradeRun, Grading, LessonGrading
 from utils.grading.local_runner import LocalRunner
 from utils.grading.runner_interface import Runner
@@ -69,6 +68,18 @@ def write_export(grading: Grading) -> None:
         grading.run.failures.append(f"nbgrader export failed (exit {run.rc}), grades.csv not written:\n{log_tail(run.log)}")
 
 
+def _dask_runner(address: str, grading: Grading) -> Runner:
+    """The runner on the cluster at `address`. Dask is imported only here: local grading runs in an
+    environment without it (the class server's, requirements-classroom.txt)."""
+    try:
+        from utils.grading.dask.cluster_runner import DaskRunner
+    except ImportError as err:
+        raise ToolError(f"grading on the Dask scheduler {address} needs Dask, which this environment lacks ({err}): "
+                        "pip install -r requirements-instructor.txt, or grade locally (no --scheduler, no "
+                        "DASK_SCHEDULER_ADDRESS)") from err
+    return DaskRunner.connect(address, grading.say)
+
+
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
                   cell_timeout: float | None = None, show_hidden_tests: bool = False,
                   db_url: str | None = None, watchdog: float = DEFAULT_WATCHDOG,
@@ -85,8 +96,7 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
     start = time.perf_counter()
     known = lesson_ids(root)
     names = resolve_lessons(names or [], root)
-    runner = DaskRunner.connect(address, grading.say) if address is not None \
-        else LocalRunner(workers or os.cpu_count() or 1)
+    runner = _dask_runner(address, grading) if address is not None else LocalRunner(workers or os.cpu_count() or 1)
     if export:   # an export left by an earlier run must not pass for this one's, should it stop early
         stale = root / "grades.csv"
         if stale.is_file() or stale.is_symlink():   # anything else there makes the export fail, and says so
