@@ -336,7 +336,10 @@ def instructor_lab(course_copy, tmp_path_factory):
 
 # --- the browser -----------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
+# One browser per test module, not per session: while Playwright's sync API is open it leaves its
+# event loop marked as running in this thread, so a later test in the same process that calls
+# asyncio.run (test_workflow's kernel-start test, under pytest-xdist) would fail.
+@pytest.fixture(scope="module")
 def chromium():
     reason = missing_browser()
     if reason:
