@@ -82,13 +82,14 @@ def make_course(root: Path, cells: list) -> Path:
 # The order in which the two test processes take the files (pytest-xdist hands each process the next
 # file when it runs short of tests; `make test` passes --no-loadscope-reorder, without which it would
 # hand them out by number of tests, and the long files hold few): the three lesson gradings first,
-# the other long files in the other process meanwhile, the Dask cluster once the gradings it is
+# the other long files in the other process meanwhile (make lab's fresh install, the class server's
+# environment built as its set-up builds it), the Dask cluster once the gradings it is
 # compared with are done, the files that read a lesson's grading after that, then the short files in
 # collection order, so that neither process is left running a long file alone at the end.
-LONGEST_FIRST = ("test_lessons.py", "test_sandbox_grading.py", "test_bad_submissions.py", "test_cheats.py",
-                 "browser/test_student.py", "test_without_bubblewrap.py", "test_dask.py",
-                 "test_lesson2_observations.py", "test_workflow.py", "test_hub_classroom.py", "test_tools.py",
-                 "test_postgres.py", "test_lesson3_observations.py")
+LONGEST_FIRST = ("test_lessons.py", "browser/test_student.py", "test_hub_classroom.py", "test_sandbox_grading.py",
+                 "test_bad_submissions.py", "test_cheats.py", "test_without_bubblewrap.py", "test_dask.py",
+                 "test_lesson2_observations.py", "test_workflow.py", "test_tools.py", "test_postgres.py",
+                 "browser/test_lesson2.py", "test_lesson3_observations.py")
 _TESTS = Path(__file__).resolve().parent
 
 

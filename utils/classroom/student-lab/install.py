@@ -30,7 +30,10 @@ from pathlib import Path
 ASK_TIMEOUT_S = 10
 INDEX_LINE = re.compile(r"^\s*--extra-index-url[ =]\s*(\S+)\s*$")
 INCLUDE_LINE = re.compile(r"^\s*(-r|-c|--requirement|--constraint)[ =]\s*(\S+)\s*$")
-PIP = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+# --no-compile: pip byte-compiles every file it installs on one core (about 22 s of a 45 s install
+# here, most of it torch modules a lesson never imports); Python compiles what a kernel imports the
+# first time, into this environment, which is the student's own and writable.
+PIP = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
 
 
 def unreachable(index: str, timeout_s: float = ASK_TIMEOUT_S) -> str | None:
