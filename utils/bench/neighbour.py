@@ -20,6 +20,7 @@ from course.probes import matvec_probe
 from course.readings import share
 from course.threads import set_cpu_threads
 from course.timing import Sampled, interleave
+import course.toy_model as toy_model
 from course.toy_model import build_model
 from utils.bench.passes import _decode_setup, decode_eager, load_average
 
@@ -117,12 +118,9 @@ def neighbour_main(args) -> int:
     if args.before:
         threads = 2 if args.threads is None else args.threads
         env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
-        code = ("import json, sys; import course.toy_model; course.toy_model.SERIAL_ATTENTION_SCORES = 0; "
-                "from utils.bench.neighbour import neighbour_run; "
-                f"print(json.dumps(neighbour_run({args.preset or 'toy-cpu'!r}, {args.context}, {args.rounds}, "
-                f"{threads}, label='as before: threads fixed at the start, workers spinning, "
-                "attention on every thread')))")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        child = [sys.executable, "-m", "utils.bench.neighbour", args.preset or "toy-cpu", str(args.context),
+                 str(args.rounds), str(threads)]
+        out = subprocess.run(child, env=env, capture_output=True, text=True, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     missed = []
     for figures in runs:
@@ -133,3 +131,21 @@ def neighbour_main(args) -> int:
             json.dump(runs, out, indent=1)
     course_missed = [m for m in missed if m.startswith(runs[0]["label"])]
     return 1 if (course_missed and args.strict) else 0
+
+
+AS_BEFORE = "as before: threads fixed at the start, workers spinning, attention on every thread"
+
+
+def as_before_main(argv: list[str]) -> int:
+    """`python -m utils.bench.neighbour PRESET CONTEXT ROUNDS THREADS`, which neighbour_main --before
+    runs in a process of its own (OpenMP reads OMP_WAIT_POLICY=ACTIVE once, at start): one
+    neighbour_run as lesson 3 ran before, every attention call split over the threads; its figures
+    as one line of JSON."""
+    preset, context, rounds, threads = argv
+    toy_model.SERIAL_ATTENTION_SCORES = 0
+    print(json.dumps(neighbour_run(preset, int(context), int(rounds), int(threads), label=AS_BEFORE)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(as_before_main(sys.argv[1:]))
