@@ -79,7 +79,7 @@ def make_course(root: Path, cells: list) -> Path:
     return root
 
 
-# The order in which the two test processes take the files (pytest-xdist hands each process the next
+# The order in which the test processes take the files (pytest-xdist hands each process the next
 # file when it runs short of tests; `make test` passes --no-loadscope-reorder, without which it would
 # hand them out by number of tests, and the long files hold few): the three lesson gradings first,
 # the other long files in the other process meanwhile (make lab's fresh install, the class server's
