@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 
 import pytest
 
-from utils.sandbox.command import bwrap_command, has_option, kernel_env, kernel_uid, launch_args
-from utils.sandbox.interpreter import kernel_python
-from utils.sandbox.mounts import KERNEL_TMP, give_to, mounts, new_rundir
-from utils.sandbox.probe import unavailable
-from utils.sandbox.seccomp import AUDIT_ARCH, program, program_fd
+from utils.sandbox.command import has_option, kernel_uid
+from utils.sandbox.probe import run_sandboxed, unavailable
+from utils.sandbox.seccomp import AUDIT_ARCH, program
 from sandbox_common import in_kernel
 
 pytestmark = [pytest.mark.slow,
@@ -76,28 +70,13 @@ ALSO_REFUSED_UNPRIVILEGED = {"pivot_root", "bpf"}
 
 
 def under_bwrap(uid: int, seccomp: bool, disable_userns: bool = True) -> dict[str, str]:
-    """PROBE's answers, started by the kernel's own command line (utils.sandbox.probe.trial_start
-    builds the same) for a kernel of `uid` (-1: a user namespace, as for a grader that is not root)."""
-    work = rundir = fd = None
-    try:
-        work, rundir = tempfile.mkdtemp(prefix="kc-"), new_rundir()
-        give_to(rundir, uid)
-        fd = program_fd() if seccomp else None
-        cmd = bwrap_command(mounts(work, rundir, kernel_python(work, rundir), 64 << 20), kernel_env(), uid,
-                            seccomp_fd=fd)
-        if not disable_userns:
-            cmd.remove("--disable-userns")
-        cmd += launch_args(0, 0, 0, 0, uid, work, f"{KERNEL_TMP}/.probe") + [sys.executable, "-c", PROBE]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
-                              env={"PATH": "/usr/bin:/bin"}, pass_fds=() if fd is None else (fd,))
-    finally:
-        if fd is not None:
-            os.close(fd)
-        for folder in (work, rundir):
-            if folder:
-                shutil.rmtree(folder, ignore_errors=True)
-    assert "PROBE " in proc.stdout, proc.stdout + proc.stderr
-    return json.loads(proc.stdout.split("PROBE ", 1)[1].splitlines()[0])
+    """PROBE's answers, started by the kernel's own command line (utils.sandbox.probe.run_sandboxed,
+    which trial_start uses too) for a kernel of `uid` (-1: a user namespace, as for a grader that is
+    not root)."""
+    proc = run_sandboxed(PROBE, uid, seccomp=seccomp, disable_userns=disable_userns, name=".probe")
+    stdout, stderr = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    assert "PROBE " in stdout, stdout + stderr
+    return json.loads(stdout.split("PROBE ", 1)[1].splitlines()[0])
 
 
 @pytest.fixture(scope="module")

@@ -58,28 +58,41 @@ def start_problem(bwrap: str = "bwrap") -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def trial_start(bwrap: str = "bwrap") -> str | None:
-    """One kernel's sandbox started for real (the same mounts, user, launcher and interpreter, a
-    trivial program instead of the kernel): None when it ran, else bwrap's or Python's own last
-    lines. Once per process, before anyone is graded."""
+def run_sandboxed(program: str, uid: int, bwrap: str = "bwrap", *, seccomp: bool = True,
+                  disable_userns: bool = True, name: str = ".trial") -> subprocess.CompletedProcess:
+    """`program` (python -c) started by a kernel's own command line: the same mounts, user (`uid`;
+    -1: a user namespace), launcher, interpreter and seccomp filter (`seccomp=False`: none;
+    `disable_userns=False`: bwrap's --disable-userns left out, where it was added). Its output as
+    bytes; the temporary folders are removed."""
     work = rundir = fd = None
     try:
-        work, rundir, uid, fd = tempfile.mkdtemp(prefix="kc-"), new_rundir(), kernel_uid(), program_fd()
+        work, rundir = tempfile.mkdtemp(prefix="kc-"), new_rundir()
+        fd = program_fd() if seccomp else None
         give_to(rundir, uid)
         layout = mounts(work, rundir, kernel_python(work, rundir), 64 << 20)
-        cmd = bwrap_command(layout, kernel_env(), uid, bwrap, fd) + launch_args(
-            0, 0, 0, 0, uid, work, f"{KERNEL_TMP}/.trial") + [sys.executable, "-c", TRIAL]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+        cmd = bwrap_command(layout, kernel_env(), uid, bwrap, fd)
+        if not disable_userns:
+            cmd.remove("--disable-userns")
+        cmd += launch_args(0, 0, 0, 0, uid, work, f"{KERNEL_TMP}/{name}") + [sys.executable, "-c", program]
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
                               env={"PATH": "/usr/bin:/bin"}, pass_fds=() if fd is None else (fd,))
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"{err}"
     finally:
         if fd is not None:
             os.close(fd)
         for folder in (work, rundir):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=None)
+def trial_start(bwrap: str = "bwrap") -> str | None:
+    """One kernel's sandbox started for real (run_sandboxed: a trivial program instead of the
+    kernel): None when it ran, else bwrap's or Python's own last lines. Once per process, before
+    anyone is graded."""
+    try:
+        proc = run_sandboxed(TRIAL, kernel_uid(), bwrap)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{err}"
     if proc.returncode == 0 and b"kernel can start" in proc.stdout:
         return None
     lines = [l.strip() for l in (proc.stderr + proc.stdout).decode(errors="replace").splitlines() if l.strip()]
