@@ -120,10 +120,24 @@ class _OneThread:
 
 def serial_attention(q: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether attention of queries q (B, nh, T, hd) over keys k (B, nkv, S, hd) runs on one CPU
-    thread: on a CPU, outside torch.compile, with fewer than SERIAL_ATTENTION_SCORES scores."""
+    thread: on a CPU, with fewer than SERIAL_ATTENTION_SCORES scores."""
     B, nh, T, _ = q.shape
-    return (q.device.type == "cpu" and B * nh * T * k.shape[-2] < SERIAL_ATTENTION_SCORES
-            and not torch.compiler.is_compiling())
+    return q.device.type == "cpu" and B * nh * T * k.shape[-2] < SERIAL_ATTENTION_SCORES
+
+
+@torch.library.custom_op("course::one_thread_attention", mutates_args=())
+def one_thread_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, enable_gqa: bool,
+                         causal: bool) -> torch.Tensor:
+    """A small unmasked attention call on one CPU thread, as one operator: what attend does for
+    such a call, in a form torch.compile calls as it is (a compiled graph cannot change PyTorch's
+    thread count part-way through). Returns (B, nh, T, hd), contiguous."""
+    with _OneThread():
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=enable_gqa, is_causal=causal).contiguous()
+
+
+@one_thread_attention.register_fake
+def _one_thread_attention_shape(q, k, v, enable_gqa, causal):
+    return q.new_empty(q.shape)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, enable_gqa: bool,
@@ -132,9 +146,15 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     tokens (causal=True) or over every key given (causal=False: a decode step's one query over the
     positions written). `backends` (torch.nn.attention.SDPBackend values) restricts the kernels
     PyTorch may pick; masked attention may pick cuDNN on an H100 or H200, which some PyTorch
-    versions get wrong with a mask. A small call on a CPU runs on one thread (serial_attention)."""
+    versions get wrong with a mask. A small call on a CPU runs on one thread (serial_attention);
+    under torch.compile an unmasked one does so through one_thread_attention."""
     kwargs = dict(attn_mask=mask) if mask is not None else dict(is_causal=causal)
-    threads = _OneThread() if serial_attention(q, k) else contextlib.nullcontext()
+    serial = serial_attention(q, k)
+    if serial and torch.compiler.is_compiling():
+        if mask is None and not backends:
+            return one_thread_attention(q, k, v, enable_gqa, causal)
+        serial = False  # masked or restricted: PyTorch's own threads
+    threads = _OneThread() if serial else contextlib.nullcontext()
     with threads:
         if backends:
             from torch.nn.attention import sdpa_kernel

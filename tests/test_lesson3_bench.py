@@ -67,7 +67,7 @@ def test_bench_runs_end_to_end_on_a_tiny_model(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
     out = tmp_path / "figures.json"
     assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8",
-                       "--repeats", "3", "--rounds", "3", "--json", str(out)]) == 0
+                       "--repeats", "3", "--rounds", "3", "--no-compile", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "bounds, same run" in text and "bare matrix-vector" in text
     record = json.loads(out.read_text())
@@ -103,7 +103,7 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
     from course import models
     monkeypatch.setitem(models.PRESETS, "tiny", TINY)
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
-    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3", "--rounds", "3",
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3", "--rounds", "3", "--no-compile",
                        "--threads", "1"]) == 0  # the record is kept per thread count
     record = next(tmp_path.glob("hardware-*.json"))
     data = json.loads(record.read_text())
@@ -111,7 +111,7 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
     data["matmul_flops_per_s"] *= stale_scale
     record.write_text(json.dumps(data))
     out = tmp_path / "figures.json"
-    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3", "--rounds", "3",
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3", "--rounds", "3", "--no-compile",
                        "--threads", "1", "--reuse", "--json", str(out)]) == 0
     assert "reusing figures measured" in capsys.readouterr().out
     figures = json.loads(out.read_text())
@@ -119,6 +119,27 @@ def test_a_stale_record_never_yields_a_utilisation_above_100_percent(tmp_path, m
         assert mode["utilisation"] is None or 0 < mode["utilisation"] <= 1
     for mode in figures["prefill"]["modes"].values():
         assert mode["mfu"] is None or 0 < mode["mfu"] <= 1
+
+
+def test_compiled_cpu_decode_generates_its_kernels_for_one_thread(monkeypatch):
+    """The compiled CPU step's generated kernels (norms, rotary positions, SiLU times the gate:
+    a few kilobytes each) are made for one thread, not split over every core; the setting holds
+    while the step compiles, on its first call, and is given back."""
+    import torch._inductor.config as inductor_config
+    seen = []
+
+    def fake_compile(fn, **kwargs):
+        assert kwargs == {"fullgraph": True, "dynamic": False}
+        return lambda *a, **kw: seen.append(inductor_config.cpp.threads)
+
+    monkeypatch.setattr(bench.torch, "compile", fake_compile)
+    before = inductor_config.cpp.threads
+    model = build_model(TINY)
+    cache, token, position = bench._decode_setup(model, context=5, batch=1)
+    step = bench.decode_compiled_cpu(model, cache, token, position)
+    assert seen == [1] and inductor_config.cpp.threads == before
+    step()
+    assert seen == [1, before]
 
 
 def test_share_of_products_pairs_each_round_and_takes_the_median():
@@ -138,8 +159,11 @@ def test_share_of_products_pairs_each_round_and_takes_the_median():
 def test_neighbour_benchmark_compares_decode_with_bare_products_in_both_conditions(monkeypatch):
     from course import models
     monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    monkeypatch.setattr(neighbour, "decode_compiled_cpu", bench.decode_eager)  # Inductor is tested on its own
     figures = neighbour.neighbour_run("tiny", context=8, rounds=2, threads=1, label="test")
     assert set(figures["conditions"]) == {"quiet", "neighbour"}
     for f in figures["conditions"].values():
         assert f["share"] > 0 and f["threads"] == [1] and f["decode_ms"] > 0 and f["matvec_ms"] > 0
+        assert set(f["ways"]) == {"eager", "torch.compile"}
+        assert f["share"] == max(w["share"] for w in f["ways"].values()) == f["ways"][f["way"]]["share"]
     assert neighbour.print_neighbour(figures) in ([], ["quiet"], ["neighbour"], ["quiet", "neighbour"])

@@ -276,6 +276,67 @@ def test_small_cpu_attention_runs_on_one_thread_and_gives_the_threads_back(monke
         torch.set_num_threads(before)
 
 
+def test_under_compile_a_small_cpu_attention_is_one_operator_on_one_thread(monkeypatch):
+    """A compiled graph cannot change the thread count part-way, so under torch.compile a decode
+    step's small attention call is one_thread_attention, an operator that runs PyTorch's attention
+    on one thread and gives the count back; its results are attention's."""
+    m = build_model(TINY)
+    cache = m.new_cache(1, 8)
+    m.prefill(torch.tensor([[1, 2, 3]]), cache)
+    graphs = []
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        step = torch.compile(m.forward, backend=keep, fullgraph=True)
+        with torch.inference_mode():
+            compiled = step(torch.tensor([[4]]), torch.tensor([3]), cache, written=4)
+    finally:
+        torch._dynamo.reset()
+    targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == "call_function"]
+    assert sum(t.startswith("course.one_thread_attention") for t in targets) == TINY.n_layers, targets
+    assert not any("scaled_dot_product" in t for t in targets), targets
+    cache.length = 3
+    with torch.inference_mode():
+        eager = m(torch.tensor([[4]]), torch.tensor([3]), cache, written=4)
+    torch.testing.assert_close(compiled, eager)
+
+    seen, real = [], toy_model.F.scaled_dot_product_attention
+    monkeypatch.setattr(toy_model.F, "scaled_dot_product_attention",
+                        lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        q, k, v = torch.randn(1, 4, 1, 16), torch.randn(1, 2, 6, 16), torch.randn(1, 2, 6, 16)
+        out = toy_model.one_thread_attention(q, k, v, True, False)
+        assert seen == [1] and torch.get_num_threads() == 2 and out.is_contiguous()
+        torch.testing.assert_close(out, real(q, k, v, enable_gqa=True))
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.slow
+def test_decode_compiled_by_inductor_on_a_cpu_gives_eager_logits():
+    """The compiled CPU decode step the benchmark times (generated C++ kernels, one_thread_attention
+    called as it is) computes what the eager step computes. Slow: Inductor runs the C++ compiler."""
+    from utils.bench.passes import _decode_setup, decode_compiled_cpu
+    m = build_model(TINY)
+    cache, token, position = _decode_setup(m, context=5, batch=1)
+    with torch.inference_mode():
+        eager = m(token, position, cache, written=6)
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(m.forward, fullgraph=True, dynamic=False)
+        with torch.inference_mode():
+            torch.testing.assert_close(compiled(token, position, cache, written=6), eager)
+        decode_compiled_cpu(m, cache, token, position)()  # compiles and runs with one-thread kernels
+    finally:
+        torch._dynamo.reset()
+
+
 def test_compiled_decode_updates_each_layer_cache_in_place():
     """Under torch.compile the cache writes must stay per-layer buffer updates: the functional graph
     AOTAutograd hands the compiler writes exactly the 2 x n_layers cache buffers (index_put, which

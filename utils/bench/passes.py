@@ -97,6 +97,33 @@ def decode_compiled(model, cache, token, position) -> Callable[[], None]:
     return step
 
 
+# Generated CPU kernels of a compiled decode step run on this many threads. Each of them (a norm, the
+# rotary positions, a cache write, SiLU times the gate) works on a few kilobytes, less work than
+# waking a sleeping second thread costs (course.toy_model.serial_attention says the same of a small
+# attention call); the matmuls stay PyTorch's own kernels, on every thread PyTorch has. On a
+# 2-core VM, toy-cpu decode reached 91 % of the bare products' rate with these kernels on one
+# thread, 82 % with them split over both (docs/benchmarks.md).
+CPU_FUSED_KERNEL_THREADS = 1
+
+
+def decode_compiled_cpu(model, cache, token, position) -> Callable[[], None]:
+    """torch.compile on a CPU, as gpt-fast compiles decode there too: the few hundred small
+    operators of an eager step fused into a few dozen generated C++ kernels between the weight
+    matmuls, which remain PyTorch's own (the kernels the bare products run). Compiled by its first
+    call, made here; compiling needs a C++ compiler, and its absence raises."""
+    compiled = torch.compile(model.forward, fullgraph=True, dynamic=False)
+    written = int(position[-1]) + 1
+
+    def step():
+        with torch.inference_mode():
+            compiled(token, position, cache, written=written)
+
+    # The thread count is read when the kernels are generated, so only the compiling call needs it.
+    with torch._inductor.config.patch({"cpp.threads": CPU_FUSED_KERNEL_THREADS}):
+        step()
+    return step
+
+
 # --- prefill -----------------------------------------------------------------------------------
 
 def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool) -> tuple[Callable[[], None], int]:
