@@ -25,9 +25,14 @@ WHEELS := $(VENV)/wheels
 CLASS_PYTHON := $(firstword $(wildcard /usr/bin/python3) $(PYTHON))
 $(STAMP): requirements.txt requirements-pins.txt requirements-classroom.txt requirements-instructor.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt -e .
+	@# The wheels are fetched while the environment installs (on a fresh clone: 20 s beside 43 s,
+	@# both mostly waiting on files), each pip run with its own log; either failing stops here.
 	$(PY) -m pip download --quiet --disable-pip-version-check -d $(WHEELS) -r requirements-classroom.txt \
-		--only-binary=:all: --python-version $$($(CLASS_PYTHON) -c 'import platform; print(platform.python_version())')
+		--only-binary=:all: --python-version $$($(CLASS_PYTHON) -c 'import platform; print(platform.python_version())') \
+		> $(VENV)/wheels.log 2>&1 & fetch=$$!; \
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements-dev.txt -e .; installed=$$?; \
+	wait $$fetch || { cat $(VENV)/wheels.log >&2; echo "pip download of requirements-classroom.txt into $(WHEELS) failed" >&2; exit 1; }; \
+	exit $$installed
 	@# Byte-compiled here, on every core at once (pip compiles one file at a time): the sandboxed
 	@# kernels cannot write __pycache__ into the environment. As with pip, a file this Python cannot
 	@# compile (torch ships one written for 3.12) is left as it is.
