@@ -26,6 +26,7 @@ nh query heads, nkv key/value heads, hd head_dim, V vocab_size.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -382,3 +383,13 @@ def narrower(config: ModelConfig, factor: int = 2) -> ModelConfig:
                        n_kv_heads=config.n_kv_heads // factor, d_ff=config.d_ff // factor,
                        vocab_size=config.vocab_size, head_dim=config.head_dim,
                        source=f"{config.name}, widths divided by {factor}")
+
+
+def shallower(config: ModelConfig, n_layers: int) -> ModelConfig:
+    """The same model with n_layers layers (every width as it is): the embedding table and the
+    output head unchanged, the per-layer weights and KV cache n_layers / config.n_layers of theirs."""
+    if isinstance(n_layers, bool) or not isinstance(n_layers, int) or not 1 <= n_layers <= config.n_layers:
+        raise ValueError(f"{config.name}: n_layers must be a whole number from 1 to {config.n_layers}, got {n_layers!r}")
+    return dataclasses.replace(config, name=f"{config.name}/{n_layers}-layers", n_layers=n_layers,
+                               source=f"{config.name}, {n_layers} of its {config.n_layers} layers")
+

@@ -167,14 +167,14 @@ def test_p1_states_the_sweep_that_runs_under_grading_too(cells):
 
 
 def test_p1_holds_for_the_graded_narrow_model():
-    """Under nbgrader on a CPU the sweep runs on toy-cpu at half the width: p1 (b) holds there too."""
+    """Under nbgrader on a CPU the sweep runs on toy-cpu at half the width with 2 layers: p1 (b) holds there too."""
     import torch
 
     from course.models import get_model_config
-    from course.toy_model import ToyTransformer, narrower
+    from course.toy_model import ToyTransformer, narrower, shallower
 
     with torch.device("meta"):
-        model = ToyTransformer(narrower(get_model_config("toy-cpu"), 2))
+        model = ToyTransformer(shallower(narrower(get_model_config("toy-cpu"), 2), 2))
     weight_bytes = model.decode_weight_bytes()
     n_params, kv = weight_bytes // model.dtype.itemsize, model.new_cache(1, 1).nbytes
     for ridge in (1, 4, 8, 15, 30):

@@ -276,6 +276,19 @@ def test_small_cpu_attention_runs_on_one_thread_and_gives_the_threads_back(monke
         torch.set_num_threads(before)
 
 
+def test_shallower_keeps_every_width_and_the_head_and_drops_layers():
+    """The grading model of lesson 3: fewer layers, the same widths, embedding table and head."""
+    cfg = toy_model.shallower(TINY, 1)
+    assert (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff, cfg.vocab_size) == (1, 64, 4, 2, 96, 101)
+    assert cfg.name == "tiny/1-layers"
+    full, one = build_model(TINY), build_model(cfg)
+    per_layer = sum(p.numel() for p in full.layers[0].parameters())
+    assert sum(p.numel() for p in one.parameters()) == sum(p.numel() for p in full.parameters()) - per_layer
+    for bad in (0, 3, 1.0, True):
+        with pytest.raises(ValueError, match="n_layers"):
+            toy_model.shallower(TINY, bad)
+
+
 def test_under_compile_a_small_cpu_attention_is_one_operator_on_one_thread(monkeypatch):
     """A compiled graph cannot change the thread count part-way, so under torch.compile a decode
     step's small attention call is one_thread_attention, an operator that runs PyTorch's attention
