@@ -289,13 +289,17 @@ def test_shallower_keeps_every_width_and_the_head_and_drops_layers():
             toy_model.shallower(TINY, bad)
 
 
-def test_under_compile_a_small_cpu_attention_is_one_operator_on_one_thread(monkeypatch):
-    """A compiled graph cannot change the thread count part-way, so under torch.compile a decode
-    step's small attention call is one_thread_attention, an operator that runs PyTorch's attention
-    on one thread and gives the count back; its results are attention's."""
+def _model_after_a_prompt():
+    """The tiny model and a cache of 8 slots holding a 3-token prompt."""
     m = build_model(TINY)
     cache = m.new_cache(1, 8)
     m.prefill(torch.tensor([[1, 2, 3]]), cache)
+    return m, cache
+
+
+def _compiled_call(m, cache, backend=lambda keep: keep, **forward_kwargs):
+    """The graphs torch.compile hands its backend (`backend(keep)`, where keep records each one)
+    for one pass of token 4 at position 3 over `cache`, and the pass's output."""
     graphs = []
 
     def keep(gm, example_inputs):
@@ -304,11 +308,20 @@ def test_under_compile_a_small_cpu_attention_is_one_operator_on_one_thread(monke
 
     torch._dynamo.reset()
     try:
-        step = torch.compile(m.forward, backend=keep, fullgraph=True)
+        step = torch.compile(m.forward, backend=backend(keep), fullgraph=True)
         with torch.inference_mode():
-            compiled = step(torch.tensor([[4]]), torch.tensor([3]), cache, written=4)
+            out = step(torch.tensor([[4]]), torch.tensor([3]), cache, **forward_kwargs)
     finally:
         torch._dynamo.reset()
+    return graphs, out
+
+
+def test_under_compile_a_small_cpu_attention_is_one_operator_on_one_thread(monkeypatch):
+    """A compiled graph cannot change the thread count part-way, so under torch.compile a decode
+    step's small attention call is one_thread_attention, an operator that runs PyTorch's attention
+    on one thread and gives the count back; its results are attention's."""
+    m, cache = _model_after_a_prompt()
+    graphs, compiled = _compiled_call(m, cache, written=4)
     targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == "call_function"]
     assert sum(t.startswith("course.one_thread_attention") for t in targets) == TINY.n_layers, targets
     assert not any("scaled_dot_product" in t for t in targets), targets
@@ -356,20 +369,8 @@ def test_compiled_decode_updates_each_layer_cache_in_place():
     Inductor turns back into an in-place update of the input), each of one layer's size, and never builds a tensor holding every layer's cache (which a cache stored
     as one (n_layers, ...) tensor forces: a copy of the whole cache per layer)."""
     from torch._dynamo.backends.common import aot_autograd
-    m = build_model(TINY)
-    cache = m.new_cache(1, 8)
-    m.prefill(torch.tensor([[1, 2, 3]]), cache)
-    graphs = []
-
-    def keep(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    torch._dynamo.reset()
-    step = torch.compile(m.forward, backend=aot_autograd(fw_compiler=keep), fullgraph=True)
-    with torch.inference_mode():
-        step(torch.tensor([[4]]), torch.tensor([3]), cache)
-    torch._dynamo.reset()
+    m, cache = _model_after_a_prompt()
+    graphs, _ = _compiled_call(m, cache, backend=lambda keep: aot_autograd(fw_compiler=keep))
     assert len(graphs) == 1
     layer_shape = tuple(cache.k[0].shape)
     copies, shapes = [], []
