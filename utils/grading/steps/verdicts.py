@@ -48,7 +48,7 @@ GRADER_ERRORS = {
 NOT_WRITTEN = ("a function this cell calls is not written yet: replace `raise NotImplementedError()` in its "
                "cell above with your code, then run that cell and this one")
 # (pattern in the kernel's first line, the grader's sentence): the course's own one-line messages
-# (course/checks.py), recognised but never copied, so the kernel can choose among these few only
+# (course/checks.py and course/stubs.py), recognised but never copied, so the kernel can choose among these few only
 COURSE_MESSAGES = (
     (re.compile(r"not written yet"), NOT_WRITTEN),
     (re.compile(r"is not answered yet"), "a quiz question is not answered yet: write your letter, in quotes, "
