@@ -392,4 +392,3 @@ def shallower(config: ModelConfig, n_layers: int) -> ModelConfig:
         raise ValueError(f"{config.name}: n_layers must be a whole number from 1 to {config.n_layers}, got {n_layers!r}")
     return dataclasses.replace(config, name=f"{config.name}/{n_layers}-layers", n_layers=n_layers,
                                source=f"{config.name}, {n_layers} of its {config.n_layers} layers")
-

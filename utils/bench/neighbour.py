@@ -109,14 +109,14 @@ def print_neighbour(figures: dict) -> list[str]:
     for condition, f in figures["conditions"].items():
         print(f"  {condition:9s} bare products {f['matvec_ms']:6.1f} ms ({f['matvec_min_ms']:.1f} to "
               f"{f['matvec_max_ms']:.1f}); threads {f['threads']}; load {f['load_average']}")
-        for way, w in f.get("ways", {"eager": f}).items():
+        for way, w in f["ways"].items():
             print(f"    decode, {way:14s} {w['decode_ms']:6.1f} ms ({w['decode_min_ms']:.1f} to {w['decode_max_ms']:.1f}): "
                   f"{share(w['share'], 1.0, PRODUCTS_RATE)} (median of rounds; "
                   f"{share(w['share_medians'], 1.0, 'their rate')} from the medians)")
         verdict = "meets" if f["share"] >= CPU_DECODE_TARGET else "MISSES"
         if f["share"] < CPU_DECODE_TARGET:
             missed.append(condition)
-        print(f"    target: the best way ({f.get('way', 'eager')}) >= {CPU_DECODE_TARGET:.0%}: {verdict}")
+        print(f"    target: the best way ({f['way']}) >= {CPU_DECODE_TARGET:.0%}: {verdict}")
     return missed
 
 

@@ -67,14 +67,20 @@ def _decode_setup(model: ToyTransformer, context: int, batch: int):
     return cache, token, position
 
 
-def decode_eager(model, cache, token, position) -> Callable[[], None]:
-    """One decode step, as ToyTransformer.decode runs it: over the positions written, its own included."""
+def _decode_through(forward, cache, token, position) -> Callable[[], None]:
+    """One decode step through `forward` (the model, or its forward compiled), as
+    ToyTransformer.decode runs it: over the positions written, its own included."""
     written = int(position[-1]) + 1
 
-    @torch.inference_mode()
     def step():
-        model(token, position, cache, written=written)
+        with torch.inference_mode():
+            forward(token, position, cache, written=written)
     return step
+
+
+def decode_eager(model, cache, token, position) -> Callable[[], None]:
+    """One decode step, eager."""
+    return _decode_through(model, cache, token, position)
 
 
 def decode_cuda_graph(model, cache, token, position) -> Callable[[], None]:
@@ -89,12 +95,7 @@ def decode_compiled(model, cache, token, position) -> Callable[[], None]:
     for buffer in cache.tensors():
         torch._dynamo.mark_static_address(buffer)
     compiled = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-    written = int(position[-1]) + 1
-
-    def step():
-        with torch.inference_mode():
-            compiled(token, position, cache, written=written)
-    return step
+    return _decode_through(compiled, cache, token, position)
 
 
 # Generated CPU kernels of a compiled decode step run on this many threads. Each of them (a norm, the
@@ -111,13 +112,7 @@ def decode_compiled_cpu(model, cache, token, position) -> Callable[[], None]:
     operators of an eager step fused into a few dozen generated C++ kernels between the weight
     matmuls, which remain PyTorch's own (the kernels the bare products run). Compiled by its first
     call, made here; compiling needs a C++ compiler, and its absence raises."""
-    compiled = torch.compile(model.forward, fullgraph=True, dynamic=False)
-    written = int(position[-1]) + 1
-
-    def step():
-        with torch.inference_mode():
-            compiled(token, position, cache, written=written)
-
+    step = _decode_through(torch.compile(model.forward, fullgraph=True, dynamic=False), cache, token, position)
     # The thread count is read when the kernels are generated, so only the compiling call needs it.
     with torch._inductor.config.patch({"cpp.threads": CPU_FUSED_KERNEL_THREADS}):
         step()
