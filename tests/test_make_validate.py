@@ -52,13 +52,18 @@ def checkout(tmp_path_factory):
     return root
 
 
+def _make_validate(root, lesson: str) -> subprocess.CompletedProcess:
+    """`make validate LESSON=lesson` in `root`, as from a terminal (no outer make's or Jupyter's settings)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "JUPYTER"))}
+    return subprocess.run(["make", "--no-print-directory", "validate", f"LESSON={lesson}"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
 def _validate(root, lesson: str, nb) -> subprocess.CompletedProcess:
     folder = root / "lessons" / lesson
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / STUB.name)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "JUPYTER"))}
-    return subprocess.run(["make", "--no-print-directory", "validate", f"LESSON={lesson}"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return _make_validate(root, lesson)
 
 
 def test_a_failing_lesson_makes_validate_exit_1_and_a_passing_one_0(checkout):
@@ -78,7 +83,6 @@ def test_a_failing_lesson_makes_validate_exit_1_and_a_passing_one_0(checkout):
 
 def test_a_lesson_without_a_notebook_is_named(checkout):
     (checkout / "lessons" / "empty").mkdir(parents=True)
-    run = subprocess.run(["make", "--no-print-directory", "validate", "LESSON=empty"], cwd=checkout,
-                         capture_output=True, text=True, timeout=120)
+    run = _make_validate(checkout, "empty")
     assert run.returncode != 0 and "no notebook matches lessons/empty/*.ipynb" in run.stderr, run.stderr
     shutil.rmtree(checkout / "lessons" / "empty")
