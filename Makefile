@@ -145,7 +145,8 @@ lab: $(STUDENT_VENV)/.installed lessons
 LESSON ?=
 validate: $(STUDENT_VENV)/.installed lessons
 	@test -n "$(LESSON)" -a -d "lessons/$(LESSON)" || { echo "usage: make validate LESSON=NAME, NAME one of:" $$(ls lessons); exit 2; }
-	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/nbgrader validate lessons/$(LESSON)/*.ipynb
+	@# nbgrader validate exits 0 even where a test failed; this runs it and exits 1 then
+	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/python utils/classroom/student-lab/validate.py lessons/$(LESSON)/*.ipynb
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)

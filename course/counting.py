@@ -42,24 +42,36 @@ def attention_call_flops(query_shape, key_shape, is_causal: bool) -> int:
     return 4 * B * heads * head_dim * seen
 
 
-# Each attention operator's is_causal, by position when it is passed positionally (the schemas).
-_IS_CAUSAL_AT = {"_scaled_dot_product_flash_attention": 4, "_scaled_dot_product_flash_attention_for_cpu": 4,
-                 "_scaled_dot_product_efficient_attention": 6, "_scaled_dot_product_cudnn_attention": 6}
+# The attention operators PyTorch's kernels run, whose FLOPs are counted by attention_call_flops. Each
+# one's is_causal is found by name in the operator's own schema, wherever this torch version puts it.
+ATTENTION_OPS = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+                 "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                 "_scaled_dot_product_fused_attention_overrideable", "_scaled_dot_product_attention_math_for_mps")
 
 
-def _attention_formula(position: int) -> Callable[..., int]:
+def named_arguments(schema, args: tuple, kwargs: dict) -> dict:
+    """A call's arguments by their names in the operator's schema (torch's FunctionSchema):
+    positional ones matched to the schema's order, keyword ones as given, defaults for the rest."""
+    names = [a.name for a in schema.arguments]
+    named = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+    named.update(zip(names, args))
+    named.update(kwargs)
+    return named
+
+
+def _attention_formula(schema) -> Callable[..., int]:
     def flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
-        is_causal = kwargs.get("is_causal", args[position - 3] if len(args) > position - 3 else False)
-        return attention_call_flops(query_shape, key_shape, bool(is_causal))
+        named = named_arguments(schema, (query_shape, key_shape, value_shape, *args), kwargs)
+        return attention_call_flops(query_shape, key_shape, bool(named.get("is_causal") or False))
     return flops
 
 
 def _attention_mapping() -> dict:
     mapping = {}
-    for name, position in _IS_CAUSAL_AT.items():
+    for name in ATTENTION_OPS:
         op = getattr(torch.ops.aten, name, None)
         if op is not None:
-            mapping[op] = _attention_formula(position)
+            mapping[op] = _attention_formula(op.default._schema)
     return mapping
 
 

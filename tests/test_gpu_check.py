@@ -36,12 +36,29 @@ def test_every_missing_package_is_named_and_nothing_runs(monkeypatch, capsys):
     assert "pip install nbclient ipykernel" in err and "PY=" in err
 
 
-def test_a_torch_older_than_2_4_is_named_with_its_version():
+@pytest.mark.parametrize("torch_version, missing", [
+    ("2.3.1+cu121", ["torch >= 2.5 (found 2.3.1+cu121)"]), ("2.4.1+cu124", ["torch >= 2.5 (found 2.4.1+cu124)"]),
+    ("2.5.0", []), ("2.5.1+cu121", []), ("2.13.0+cpu", [])])
+def test_a_torch_older_than_2_5_is_named_with_its_version(torch_version, missing):
+    """2.5 is the first torch whose scaled_dot_product_attention takes enable_gqa (the toy model passes it)."""
     def version_of(dist):
-        return "2.3.1+cu121" if dist == "torch" else importlib.metadata.version(dist)
+        return torch_version if dist == "torch" else importlib.metadata.version(dist)
 
-    assert gpu_check.missing_packages(version_of=version_of) == ["torch >= 2.4 (found 2.3.1+cu121)"]
-    assert gpu_check.missing_packages(version_of=lambda d: "2.4.0") == []
+    assert gpu_check.missing_packages(version_of=version_of) == missing
+
+
+def test_the_oldest_torch_is_stated_alike_everywhere():
+    import tomllib
+
+    oldest = ".".join(map(str, gpu_check.OLDEST_TORCH))
+    assert oldest == "2.5"
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert f"torch>={oldest}" in deps
+    for page in ("README.md", "docs/benchmarks.md", "utils/bench/gpu_check.py"):
+        text = (REPO / page).read_text()
+        assert f"torch ({oldest} or later" in text or f"torch of {oldest} or later" in text \
+            or f"of torch ({oldest} or later" in text, page
+        assert "2.4 or later" not in text, page
 
 
 def test_nothing_is_missing_in_the_course_environment():

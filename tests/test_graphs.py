@@ -399,3 +399,65 @@ def test_counting_flops_captures_no_graph_to_throw_away():
                     and not any(k.arg == "graph" and ast.unparse(k.value) == "False" for k in node.value.keywords)):
                 thrown.append(ast.unparse(node))
     assert not thrown, thrown
+
+
+def test_the_first_request_runs_generate_on_replayed_passes_on_a_gpu(monkeypatch):
+    """Section 3's request (the lesson's first timed generate) as a GPU runs it, through the fake CUDA
+    layer: the warm-up request captures the prefill and every decode position, and the request whose
+    times are printed and drawn runs every pass as a replay (32 of them, nothing captured, no pass
+    outside a replay), as the set-up's line says of every step."""
+    import time
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cuda, replaying = FakeCuda(), []
+
+    def replayed(fn, device, cuda=None):
+        replay = real(fake.kernel(fn), device, cuda=fake)
+
+        def marked():
+            replaying.append(True)
+            try:
+                replay()
+            finally:
+                replaying.pop()
+        return marked
+
+    real, fake = graphs.replayed, cuda
+    monkeypatch.setattr(graphs, "replayed", replayed)
+    model = build_model(TINY, seed=3)
+    passes = []  # (kind, inside a replay) of every pass the model runs
+    for name in ("prefill", "decode"):
+        def counted(*args, method=getattr(model, name), name=name):
+            passes.append((name, bool(replaying)))
+            return method(*args)
+        monkeypatch.setattr(model, name, counted)
+
+    solution = {"torch": torch, "time": time, "synchronize": lambda: None, "token_ids": lambda **kw: None,
+                "integers": lambda **kw: None}
+    exec(_cell("def generate("), solution)  # the reference generate()
+    requests = []
+
+    def generate(m, prompt, n_out):
+        before = (cuda.events.count("capture begins"), cuda.events.count("replay"), len(passes))
+        out = solution["generate"](m, prompt, n_out)
+        ran = passes[before[2]:]
+        requests.append((n_out, cuda.events.count("capture begins") - before[0],
+                         cuda.events.count("replay") - before[1], sum(inside for _, inside in ran), len(ran)))
+        return out
+
+    def for_requests(m, prompt, n_out, device):  # the tensors stay on the CPU; course.graphs is told it is a GPU
+        assert device == torch.device("cpu")
+        return graphs.for_requests(m, prompt, n_out, "cuda")
+
+    namespace = {"torch": torch, "plt": plt, "model": model, "cfg": model.config, "DEVICE": torch.device("cpu"),
+                 "generate": generate, "for_requests": for_requests, "PREFILL_COLOR": "C0", "DECODE_COLOR": "C1"}
+    source = _cell("request = generate(").replace("(1, 128)", "(1, 12)")  # a shorter prompt: the same path
+    exec(compile(source, "section 3", "exec"), namespace)
+    plt.close("all")
+    *warm_up, timed = requests
+    assert timed == (32, 0, 32, 32, 32), requests  # 32 tokens: 32 replays, no capture, every pass inside one
+    assert sum(r[1] for r in warm_up) == 32, requests  # the prefill and 31 decode positions, captured once

@@ -167,3 +167,85 @@ def test_neighbour_benchmark_compares_decode_with_bare_products_in_both_conditio
         assert set(f["ways"]) == {"eager", "torch.compile"}
         assert f["share"] == max(w["share"] for w in f["ways"].values()) == f["ways"][f["way"]]["share"]
     assert neighbour.print_neighbour(figures) in ([], ["quiet"], ["neighbour"], ["quiet", "neighbour"])
+
+
+# --- attention restricted as lesson 3 restricts it; the timed passes' logits checked ------------
+
+def _fake_gpu_build(monkeypatch, verdicts):
+    """bench.build on "cuda" with a model on the CPU: an H100's figures, fp32, and each fused
+    kernel's agreement with the math kernel given (course.device_attention.agrees)."""
+    from course import device_attention
+    from course.detect import catalog_accelerator
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench, "detect_hardware", lambda device, reuse=False: catalog_accelerator("NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(bench, "model_dtype", lambda device: torch.float32)
+    monkeypatch.setattr(bench, "build_model", lambda preset, device, dtype: build_model(TINY, seed=3))
+    monkeypatch.setattr(device_attention, "agrees", lambda model, name: verdicts[name])
+
+
+def test_on_a_gpu_the_bench_restricts_attention_to_the_first_kernel_that_agrees(monkeypatch, capsys):
+    from torch.nn.attention import SDPBackend
+
+    _fake_gpu_build(monkeypatch, {"FLASH_ATTENTION": (False, 0.7), "EFFICIENT_ATTENTION": (True, 1e-3),
+                                  "CUDNN_ATTENTION": (True, 0.0)})
+    record: dict = {}
+    built = bench.build(bench.parse_args(["--preset", "tiny"]), torch.device("cuda"), record)
+    assert all(layer.attention.backends == [SDPBackend.EFFICIENT_ATTENTION] for layer in built.model.layers)
+    assert "efficient_attention only" in record["attention"] and record["attention"] in capsys.readouterr().out
+
+
+def test_where_no_kernel_agrees_the_bench_stops_with_a_sentence(monkeypatch, capsys):
+    _fake_gpu_build(monkeypatch, {"FLASH_ATTENTION": (False, 0.7), "EFFICIENT_ATTENTION": (False, 0.2),
+                                  "CUDNN_ATTENTION": (False, 0.4)})
+    assert bench.main(["--device", "cuda", "--preset", "tiny"]) == 1
+    said = capsys.readouterr()
+    assert "no fused attention kernel" in said.err and "the benchmark stops here rather than time wrong results" in said.err
+    assert "decode, batch 1" not in said.out  # nothing was timed
+
+
+@pytest.fixture
+def tiny_cpu(monkeypatch):
+    """The tiny preset on the CPU, with fixed figures in place of the second of measurement
+    detect_hardware takes (the bounds the bench holds a pass to are measured in its own run)."""
+    from course import models
+    from course.hardware import Accelerator
+
+    monkeypatch.setitem(models.PRESETS, "tiny", TINY)
+    figures = Accelerator("CPU (figures of the test)", {"fp32": 1e11}, 1e10, 1e10, "the test", measured=True)
+    monkeypatch.setattr(bench, "detect_hardware", lambda device, reuse=False: figures)
+
+
+def test_attention_named_on_the_command_line_is_checked_too(tiny_cpu, capsys):
+    args = ["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+            "--rounds", "3", "--no-compile", "--threads", "1"]
+    assert bench.main(args + ["--attention", "efficient"]) == 1  # no such kernel on a CPU
+    assert "efficient_attention: does not run here" in capsys.readouterr().err
+    assert bench.main(args + ["--attention", "flash"]) == 0
+    assert "attention: flash_attention only" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong", ["decode", "prefill"])
+def test_a_timed_pass_with_wrong_logits_stops_the_bench(tiny_cpu, monkeypatch, capsys, wrong):
+    """A way of decoding (the compiled one, here made wrong) or a prefill whose logits are not those of
+    eager attention in the math kernel is never timed: a sentence, exit status 1."""
+
+    def off(make):
+        def made(*args, **kwargs):
+            made_fn = make(*args, **kwargs)
+            fn = made_fn[0] if isinstance(made_fn, tuple) else made_fn
+
+            def shifted():
+                return fn() + 1.0
+            return (shifted, made_fn[1]) if isinstance(made_fn, tuple) else shifted
+        return made
+
+    if wrong == "decode":
+        monkeypatch.setattr(bench, "decode_compiled_cpu", off(bench.decode_eager))  # Inductor is tested on its own
+    else:
+        monkeypatch.setattr(bench, "prefill_fn", off(bench.prefill_fn))
+    assert bench.main(["--device", "cpu", "--preset", "tiny", "--prompt", "16", "--context", "8", "--repeats", "3",
+                       "--rounds", "3", "--threads", "1"] + (["--no-compile"] if wrong == "prefill" else [])) == 1
+    said = capsys.readouterr()
+    what = "decode (torch.compile)" if wrong == "decode" else "prefill (eager)"
+    assert f"{what} gives logits that differ from eager attention in the math kernel" in said.err, said.err

@@ -5,8 +5,8 @@
     make gpu-check PY=python3            # the same with that Python: no .venv, nothing installed
     python -m utils.bench.gpu_check --cpu      # a rehearsal on the CPU (slow; the record says CPU)
 
-It installs nothing. Besides torch (2.4 or later) it needs numpy, matplotlib, nbclient, nbformat and
-ipykernel; when one is missing it names them all and stops before running anything.
+It installs nothing. Besides torch (2.5 or later, for attention's enable_gqa) it needs numpy, matplotlib,
+nbclient, nbformat and ipykernel; when one is missing it names them all and stops before running anything.
 
 1. Lesson 3's source notebook (the reference answers) runs top to bottom on the detected GPU,
    as a student's Run All would (not under nbgrader: full sweeps, torch.compile included); every
@@ -59,7 +59,7 @@ RECORDS = REPO / "docs" / "gpu-runs"
 # module -> distribution on PyPI, for the message
 NEEDED = {"torch": "torch", "numpy": "numpy", "matplotlib": "matplotlib", "nbclient": "nbclient",
           "nbformat": "nbformat", "ipykernel": "ipykernel"}
-OLDEST_TORCH = (2, 4)
+OLDEST_TORCH = (2, 5)  # scaled_dot_product_attention's enable_gqa, which the toy model passes, is new in 2.5
 NO_GPU = ("gpu-check: no CUDA GPU on this machine (torch.cuda.is_available() is False); "
           "nothing recorded. Run it where a GPU is lent, or pass --cpu to rehearse.")
 CUDA_TORCH_HELP = "https://pytorch.org/get-started/locally/"

@@ -8,6 +8,12 @@
 A benchmark, not a test: it prints what it measured next to the bound it is held against and
 the course's target, and exits 0 either way (--strict: exit 1 when a target is missed).
 
+It times only right results. Attention is restricted as lesson 3 restricts it (course.
+device_attention): on a GPU to the first fused kernel whose logits are the math kernel's (some
+PyTorch versions' cuDNN kernel has given wrong ones), or to --attention's kernel once it is shown to
+give them. Every way of decoding and of prefilling it times is then held to the logits of the same
+pass run eagerly with the math kernel; where one differs, it says so in a sentence and exits 1.
+
 Every bound is measured in the same run as what it bounds, in turns with it (course.timing.
 interleave), so that load on a shared machine hits both alike; nothing measured earlier is reused
 unless --reuse says so. A utilisation above 100 % is never printed: the bound is measured again,
@@ -43,6 +49,7 @@ from torch.nn.attention import SDPBackend
 from course.counting import aten_ops, attention_kernels, launches
 from course.detect import describe, detect_hardware
 from course.device import dtype_name, model_dtype, pick_device
+from course.device_attention import FUSED, restrict_attention, same_logits
 from course.hardware import Accelerator
 from course.probes import Held, held_against, matmul_probe, matvec_probe, read_probe
 from course.readings import share
@@ -51,7 +58,8 @@ from course.timing import Sampled, interleave
 from course.toy_model import ToyTransformer, build_model
 from utils.bench.neighbour import CPU_DECODE_ROUNDS, CPU_DECODE_TARGET, neighbour_main, share_of_products
 from utils.bench.passes import (Timing, _decode_setup, decode_compiled, decode_compiled_cpu,  # noqa: F401 - Timing, measure: this module's names too
-                                decode_cuda_graph, decode_eager, load_average, measure, prefill_fn, timer_for)
+                                decode_cuda_graph, decode_eager, load_average, measure, prefill_fn, prefill_through,
+                                timer_for)
 
 GPU_DECODE_MBU_TARGET = 0.60  # H100 / H200, batch 1
 GPU_PREFILL_MFU_TARGET = 0.50  # H100 / H200, 2,048 tokens
@@ -82,7 +90,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, help="CPU threads (default: the cores free now)")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--attention", choices=sorted(ATTENTION_BACKENDS),
-                        help="the only attention kernel PyTorch may use (default: its own choice)")
+                        help="the only attention kernel PyTorch may use, once it gives the math kernel's logits "
+                             "(default on a GPU: the first fused one that does, as lesson 3 picks)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse the CPU figures recorded by an earlier run instead of measuring them now")
     parser.add_argument("--json", help="also write every figure to this JSON file")
@@ -121,9 +130,46 @@ class Bench:
         return self.hw.peak(dtype_name(self.dtype))
 
 
+class WrongResults(RuntimeError):
+    """A pass to be timed whose logits are not those of eager attention in the math kernel, or no
+    attention kernel allowed that gives them: the benchmark stops rather than time it."""
+
+
+def restrict(model: ToyTransformer, device: torch.device, attention: str | None) -> str:
+    """Lesson 3's restriction (course.device_attention): on a GPU the first fused attention kernel
+    whose logits are the math kernel's; with --attention that kernel alone, checked the same way
+    (on a CPU too). Returns the line to print; WrongResults where no kernel allowed agrees."""
+    kernels = (ATTENTION_BACKENDS[attention],) if attention else FUSED
+    try:
+        return restrict_attention(model, device, kernels=kernels, who="the benchmark")
+    except RuntimeError as err:
+        raise WrongResults(str(err)) from err
+
+
+def math_logits(model: ToyTransformer, run: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """run()'s logits, eager, with attention in the math kernel; the model's restriction kept."""
+    kept = model.layers[0].attention.backends
+    model.use_attention_backends([SDPBackend.MATH])
+    try:
+        return run().float().clone()
+    finally:
+        model.use_attention_backends(kept)
+
+
+def check_logits(what: str, got: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) -> float:
+    """The largest difference of `got` from the math kernel's logits; WrongResults, with a sentence,
+    beyond course.device_attention.same_logits' tolerance."""
+    same, gap = same_logits(got, reference, dtype)
+    if not same:
+        raise WrongResults(f"{what} gives logits that differ from eager attention in the math kernel by "
+                           f"{gap:.2e} (largest logit {reference.abs().max().item():.2e}), so the benchmark "
+                           f"stops rather than time wrong results")
+    return gap
+
+
 def build(args: argparse.Namespace, device: torch.device, record: dict) -> Bench:
-    """Settle the CPU threads, the device's figures and the model, printing each; --attention
-    restricts the model's attention to that kernel."""
+    """Settle the CPU threads, the device's figures and the model, printing each; the model's
+    attention is restricted as lesson 3 restricts it (restrict)."""
     gpu = device.type == "cuda"
     if not gpu:
         threads = set_cpu_threads(args.threads)
@@ -142,8 +188,8 @@ def build(args: argparse.Namespace, device: torch.device, record: dict) -> Bench
     if hw.l2_cache_bytes and model.weight_memory_bytes() < 8 * hw.l2_cache_bytes:
         print(f"  warning: the weights are under 8x the {hw.l2_cache_bytes / 2**20:.0f} MiB cache; "
               "decode may be served from cache")
-    if args.attention:
-        model.use_attention_backends([getattr(SDPBackend, ATTENTION_BACKENDS[args.attention])])
+    record["attention"] = restrict(model, device, args.attention)
+    print(record["attention"])
     return Bench(device, hw, dtype, model, args.prompt or (2048 if gpu else 512))
 
 
@@ -169,9 +215,12 @@ def decode_steps(model: ToyTransformer, cache, token, position, gpu: bool,
     """The decode step, eager; on a GPU also captured by hand as a CUDA graph; with with_compile
     also under torch.compile (on a GPU replayed as CUDA graphs, on a CPU its small operators fused
     into generated C++ kernels). Each is run three times first (compiled, captured). A way that
-    fails is named and left out: a missing compiler or an old driver must not end the run."""
+    fails is named and left out: a missing compiler or an old driver must not end the run. Each
+    way's logits are held to an eager step's in the math kernel (WrongResults where they differ)."""
+    reference = math_logits(model, decode_eager(model, cache, token, position))
+    held: list = []  # the captured graph's logits tensor, which its replays rewrite
     fns = {"eager": decode_eager(model, cache, token, position)}
-    ways = [("CUDA graph", decode_cuda_graph)] if gpu else []
+    ways = [("CUDA graph", lambda *step: decode_cuda_graph(*step, out=held))] if gpu else []
     if with_compile:
         ways.append(("torch.compile + CUDA graphs", decode_compiled) if gpu else ("torch.compile", decode_compiled_cpu))
     for label, make in ways:
@@ -185,6 +234,11 @@ def decode_steps(model: ToyTransformer, cache, token, position, gpu: bool,
             fns[label] = fn
         except Exception as err:  # noqa: BLE001 - a missing toolchain or an old driver must not end the run
             print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
+    gaps = []
+    for label, fn in fns.items():
+        got = fn()
+        gaps.append(check_logits(f"decode ({label})", held[0] if got is None else got, reference, model.dtype))
+    print(f"  logits of every way: those of eager attention in the math kernel (largest difference {max(gaps):.1e})")
     return fns
 
 
@@ -263,13 +317,19 @@ def time_prefill(bench: Bench, compiled: bool, repeats: int) -> tuple[Sampled, i
     held), or None when it could not run (said in a line)."""
     label = "torch.compile" if compiled else "eager"
     gpu, device = bench.gpu, bench.device
+    model = bench.model
+    prompt = torch.randint(0, model.config.vocab_size, (1, bench.prompt_len), device=device)
+    reference = math_logits(model, prefill_through(model.forward, prompt, model.new_cache(1, bench.prompt_len)))
     try:
-        run, flops = prefill_fn(bench.model, bench.prompt_len, compiled)
+        run, flops = prefill_fn(model, bench.prompt_len, compiled, prompt=prompt)
+        gap = check_logits(f"prefill ({label})", run(), reference, model.dtype)
         fns = {label: run}
         if not gpu:
             mm, mm_flops = matmul_probe(2048, bench.dtype, device)
             fns["matmul"] = mm
         timed = interleave(fns, rounds=repeats, warmup=3 if compiled else 1, timer=timer_for(device))
+    except WrongResults:
+        raise
     except Exception as err:  # noqa: BLE001
         print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
         return None
@@ -280,7 +340,8 @@ def time_prefill(bench: Bench, compiled: bool, repeats: int) -> tuple[Sampled, i
                         remeasure=None if gpu else lambda: mm_flops / min(timer_for(device)(mm) for _ in range(3)))
     print(f"  {label:14s} {t.median * 1e3:9.2f} ms (min {t.low * 1e3:.2f}, max {t.high * 1e3:.2f}), "
           f"{flops / 1e9:,.0f} GFLOP: {flops / t.median / 1e12:.3f} TFLOP/s of {held.bound / 1e12:.3f} "
-          f"{'peak' if gpu else 'matmul (same run)'} = MFU {held.percent()}")
+          f"{'peak' if gpu else 'matmul (same run)'} = MFU {held.percent()}; logits: the math kernel's "
+          f"(largest difference {gap:.1e})")
     if held.fraction is None:
         print(f"    {held.note}")
     return t, flops, held
@@ -329,7 +390,8 @@ def finish(record: dict, misses: list[str], json_path: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print (module docstring); exit status 0, 1 when a target is missed under
-    --strict, 2 when --device cuda names no CUDA device."""
+    --strict or a pass gives wrong logits (WrongResults: nothing more is timed), 2 when --device
+    cuda names no CUDA device."""
     args = parse_args(argv)
     if args.neighbour:
         return neighbour_main(args)
@@ -338,10 +400,14 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("no CUDA device here", file=sys.stderr)
         return 2
-    bench = build(args, device, record)
-    record_kernels(bench, args.attention, record)
-    misses = bench_decode(bench, args, record)  # its cache and captured steps are freed before prefill
-    misses += bench_prefill(bench, args, record)
+    try:
+        bench = build(args, device, record)
+        record_kernels(bench, args.attention, record)
+        misses = bench_decode(bench, args, record)  # its cache and captured steps are freed before prefill
+        misses += bench_prefill(bench, args, record)
+    except WrongResults as err:
+        print(f"benchmark: {err}", file=sys.stderr)
+        return 1
     finish(record, misses, args.json)
     return 1 if (misses and args.strict) else 0
 

@@ -67,26 +67,31 @@ def _decode_setup(model: ToyTransformer, context: int, batch: int):
     return cache, token, position
 
 
-def _decode_through(forward, cache, token, position) -> Callable[[], None]:
+def _decode_through(forward, cache, token, position, out: list | None = None) -> Callable[[], torch.Tensor]:
     """One decode step through `forward` (the model, or its forward compiled), as
-    ToyTransformer.decode runs it: over the positions written, its own included."""
+    ToyTransformer.decode runs it: over the positions written, its own included. It returns its
+    logits and, given a list `out`, also leaves them in it."""
     written = int(position[-1]) + 1
 
     def step():
         with torch.inference_mode():
-            forward(token, position, cache, written=written)
+            logits = forward(token, position, cache, written=written)
+        if out is not None:
+            out[:] = [logits]
+        return logits
     return step
 
 
-def decode_eager(model, cache, token, position) -> Callable[[], None]:
+def decode_eager(model, cache, token, position, out: list | None = None) -> Callable[[], torch.Tensor]:
     """One decode step, eager."""
-    return _decode_through(model, cache, token, position)
+    return _decode_through(model, cache, token, position, out)
 
 
-def decode_cuda_graph(model, cache, token, position) -> Callable[[], None]:
+def decode_cuda_graph(model, cache, token, position, out: list | None = None) -> Callable[[], None]:
     """One decode step captured as a CUDA graph (course.graphs, as lesson 3 times it): every
-    kernel replayed with a single launch."""
-    return capture(decode_eager(model, cache, token, position))
+    kernel replayed with a single launch. A replay returns nothing; given a list `out`, the
+    capture leaves in it the graph's logits tensor, which every replay rewrites."""
+    return capture(decode_eager(model, cache, token, position, out))
 
 
 def decode_compiled(model, cache, token, position) -> Callable[[], None]:
@@ -121,21 +126,29 @@ def decode_compiled_cpu(model, cache, token, position) -> Callable[[], None]:
 
 # --- prefill -----------------------------------------------------------------------------------
 
-def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool) -> tuple[Callable[[], None], int]:
+def prefill_through(forward, prompt: torch.Tensor, cache) -> Callable[[], torch.Tensor]:
+    """A prefill of `prompt` through `forward` (the model's, or compiled) into an empty `cache`:
+    causal attention, the logits of the last position only, returned."""
+    positions = torch.arange(prompt.shape[1], device=prompt.device)
+
+    def run():
+        with torch.inference_mode():
+            return forward(prompt, positions, cache, fresh=True, last_only=True)
+    return run
+
+
+def prefill_fn(model: ToyTransformer, prompt_len: int, compiled: bool,
+               prompt: torch.Tensor | None = None) -> tuple[Callable[[], torch.Tensor], int]:
+    """The prefill timed (of `prompt`, default random tokens), and its FLOPs."""
     device = model.device
-    prompt = torch.randint(0, model.config.vocab_size, (1, prompt_len), device=device)
+    if prompt is None:
+        prompt = torch.randint(0, model.config.vocab_size, (1, prompt_len), device=device)
     cache = model.new_cache(1, prompt_len)
     if compiled:
         torch._dynamo.reset()  # forget the decode compilation: another mode, other shapes
     forward = torch.compile(model.forward, fullgraph=True, dynamic=False) if compiled else model.forward
-    positions = torch.arange(prompt_len, device=device)
-
-    def run():
-        with torch.inference_mode():  # an empty cache: causal attention, logits of the last position only
-            forward(prompt, positions, cache, fresh=True, last_only=True)
-
     flops = count_flops(lambda: model.prefill(prompt, model.new_cache(1, prompt_len)))
-    return run, flops
+    return prefill_through(forward, prompt, cache), flops
 
 
 def load_average() -> str:

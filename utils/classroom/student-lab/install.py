@@ -4,8 +4,11 @@ requirements.txt adds torch's CPU index to pip's. Where that index cannot be rea
 proxy, an offline mirror, a firewall), pip tries it again five times for every package it
 resolves, with a `Retrying ...` line for each try: a quarter of an hour before anything is
 installed. So one request asks the index first, with a short timeout and no retry. Where it does
-not answer, one line says so and what it costs, and pip installs the same requirements without
-that index: torch from PyPI, whose Linux x86_64 build carries NVIDIA's CUDA libraries.
+not answer, one line says so, and pip installs the same requirements without that index: torch
+from PyPI, whose build depends on the platform and on pip's configuration (pypi.org's for Linux
+x86_64 is a CUDA build that brings NVIDIA's CUDA libraries; a mirror may serve the CPU build). Once
+it is in place, a second line says which build landed and how much it holds, read from what was
+installed (torch/version.py, the nvidia-* distributions' records), not promised beforehand.
 
     PYTHON utils/classroom/student-lab/install.py REQUIREMENTS [--index URL]
 
@@ -18,7 +21,9 @@ mirror; the tests, a closed port). Standard library only: it runs before anythin
 from __future__ import annotations
 
 import argparse
-import platform
+import ast
+import importlib
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -28,6 +33,7 @@ import urllib.request
 from pathlib import Path
 
 ASK_TIMEOUT_S = 10
+SITE: list[str] | None = None  # where installed_torch looks (None: sys.path, where pip installed)
 INDEX_LINE = re.compile(r"^\s*--extra-index-url[ =]\s*(\S+)\s*$")
 INCLUDE_LINE = re.compile(r"^\s*(-r|-c|--requirement|--constraint)[ =]\s*(\S+)\s*$")
 # --no-compile: pip byte-compiles every file it installs on one core (about 22 s of a 45 s install
@@ -84,10 +90,57 @@ def torch_version(requirements: Path) -> str:
     return "torch"
 
 
-def pypi_cost() -> str:
-    if sys.platform == "linux" and platform.machine() == "x86_64":
-        return "whose Linux x86_64 build carries NVIDIA's CUDA libraries (several GB more; the lessons run the same)"
-    return "the same CPU build on this platform"
+def _size(dist: importlib.metadata.Distribution) -> int:
+    """Bytes of a distribution's files, from its RECORD (each file's size on disk where it has none)."""
+    total = 0
+    for file in dist.files or []:
+        if file.size is not None:
+            total += file.size
+        else:
+            try:
+                total += file.locate().stat().st_size
+            except OSError:
+                pass
+    return total
+
+
+def _gb(nbytes: int) -> str:
+    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.0f} MB"
+
+
+def _torch_cuda(dist: importlib.metadata.Distribution) -> str | None:
+    """torch.version.cuda of an installed torch, read from its torch/version.py without importing it."""
+    try:
+        text = dist.locate_file("torch/version.py").read_text()
+    except OSError:
+        return None
+    found = re.search(r"^cuda\b[^=\n]*=\s*(.+?)\s*$", text, flags=re.M)
+    try:
+        return ast.literal_eval(found[1]) if found else None
+    except (ValueError, SyntaxError):
+        return None
+
+
+def installed_torch(path: list[str] | None = None) -> str:
+    """What is now installed (in `path`; default SITE, else this Python's sys.path): torch's version and build with its size, and
+    NVIDIA's CUDA libraries beside it (the nvidia-* distributions), how many and their size."""
+    importlib.invalidate_caches()
+    torch, nvidia = None, []
+    for dist in importlib.metadata.distributions(path=path or SITE or sys.path):
+        name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
+        if name == "torch" and torch is None:
+            torch = dist
+        elif name.startswith("nvidia-"):
+            nvidia.append(dist)
+    if torch is None:
+        return "torch is not installed"
+    cuda = _torch_cuda(torch)
+    build = f"a CUDA {cuda} build" if cuda else "a CPU-only build"
+    said = f"torch {torch.version} installed, {build} ({_gb(_size(torch))})"
+    if not nvidia:
+        return f"{said}, without NVIDIA's CUDA libraries (no nvidia-* package)"
+    return (f"{said}, with NVIDIA's CUDA libraries: {len(nvidia)} nvidia-* packages, "
+            f"{_gb(sum(map(_size, nvidia)))} (the lessons run the same without them)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,18 +158,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{req}: more than one --extra-index-url line; expected torch's CPU index alone", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="student-env-") as folder:
-        install = req
+        install, from_pypi = req, False
         if named:
             index = args.index or named[0]
             why = unreachable(index)
             if why is not None:
                 print(f"torch's CPU index {index} cannot be reached ({why}): installing "
-                      f"{torch_version(req)} from PyPI instead, {pypi_cost()}.", flush=True)
-                install = rewritten(req, None, Path(folder))
+                      f"{torch_version(req)} from PyPI instead (its build is named once it is in place).",
+                      flush=True)
+                install, from_pypi = rewritten(req, None, Path(folder)), True
             elif args.index:
                 install = rewritten(req, index, Path(folder))
         # a requirements file's index is added to those of pip's own configuration
-        return subprocess.call([*PIP, "-r", str(install), "-e", "."])
+        status = subprocess.call([*PIP, "-r", str(install), "-e", "."])
+    if from_pypi and status == 0:
+        print(f"From PyPI: {installed_torch()}.", flush=True)
+    return status
 
 
 if __name__ == "__main__":
