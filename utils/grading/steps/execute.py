@@ -15,12 +15,13 @@ client drops a message whose parts are not what nbclient reads (utils/sandbox/ch
 
 A notebook's time is bounded twice. Its budget comes from its lesson's reference run (the
 reference solution's kernel time, utils/grading/reference_run.py): `budget_floor` + `budget_multiple`
-x that time (60 s + 10 x 3.2 s = 92 s for a lesson whose reference runs in 3.2 s). Every cell's
-run counts against it (re-runs after a dead kernel included) but a cell stopped by its own cell
-timeout, which already costs that cell and says so; once the budget is spent the cells left are
-not run (their graded cells score 0 with that reason), so sleeping cells hold a worker for the
-budget and at most one cell more. `notebook_timeout` stays the hard limit on everything (kernel
-starts and timed-out cells included): a cell running when it is spent is interrupted. The budget
+x that time (60 s + 10 x 3.2 s = 92 s for a lesson whose reference runs in 3.2 s). Every second
+a cell holds the kernel counts against it: a cell stopped by its own timeout, the wait for the
+kernel to answer after the interrupt, fresh kernels and their re-runs after a dead or hung one.
+A cell never runs past what is left of the budget (it is interrupted there), and once the budget
+is spent the cells left are not run (their graded cells score 0 with that reason), so no notebook
+holds a worker much past its budget, however many of its cells sleep past their own timeout.
+`notebook_timeout` stays the hard limit on everything (kernel starts included). The budget
 and the seconds it used are in the notebook's result file (BUDGET_KEY); a slow machine raises
 `c.SafeExecute.budget_multiple` or `budget_floor`. Without a reference run (plain nbgrader execute
 without ReferenceObservations) only `notebook_timeout` holds.
@@ -83,9 +84,10 @@ class SafeExecute(Execute):
                                           "re-runs included); the cells left when they are spent are "
                                           "not run (0 for their graded cells). 0: no limit").tag(config=True)
     budget_floor = Integer(60, help="Seconds every notebook has, on top of budget_multiple times its "
-                                    "lesson's reference run, for its cells (a cell stopped by its own "
-                                    "timeout not counted); the cells left when it is spent are not run "
-                                    "(0 for their graded cells)").tag(config=True)
+                                    "lesson's reference run, for its cells (every second counted, a cell "
+                                    "stopped by its own timeout included); a cell running when it is "
+                                    "spent is interrupted and the cells left are not run (0 for their "
+                                    "graded cells)").tag(config=True)
     budget_multiple = Float(10.0, help="The notebook's time budget is budget_floor plus this many times "
                                        "the lesson's reference run (its kernel time); raise it on a "
                                        "machine slower than the one the reference ran on. 0 with a "
@@ -97,6 +99,9 @@ class SafeExecute(Execute):
     # nothing of the kernel's widgets or message timings is kept (nor written to the notebook)
     store_widget_state = Bool(False, help="Never: widget state is the kernel's").tag(config=True)
     record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
+
+    budget: int | None = None     # set by preprocess, for each notebook
+    _charged, _cell_start, _deadline = 0.0, None, math.inf
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -113,7 +118,8 @@ class SafeExecute(Execute):
         reference = (resources or {}).get(RESOURCE_KEY)
         self._reference_seconds = getattr(reference, "seconds", None)
         self.budget = self.time_budget(self._reference_seconds)
-        self._charged = 0.0        # seconds of cells counted against the budget
+        self._charged = 0.0        # seconds of the cells before this one, counted against the budget
+        self._cell_start = None    # when the running cell started (monotonic)
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -149,11 +155,19 @@ class SafeExecute(Execute):
             self._arrived += size
         return super().process_message(msg, cell, cell_index)
 
+    def _budget_left(self) -> float:
+        """Seconds of the budget not yet spent, the running cell's so far counted (inf: no budget)."""
+        if self.budget is None:
+            return math.inf
+        running = time.monotonic() - self._cell_start if self._cell_start is not None else 0.0
+        return self.budget - self._charged - running
+
     def _get_timeout(self, cell):
-        """The cell's limit, never past the notebook's total."""
+        """The cell's limit, never past the notebook's total nor what is left of its budget."""
         timeout = super()._get_timeout(cell)
-        if self._deadline < math.inf:
-            left = max(1, math.ceil(self._deadline - time.monotonic()))
+        left = min(self._deadline - time.monotonic(), self._budget_left())
+        if left < math.inf:
+            left = max(1, math.ceil(left))
             timeout = left if timeout is None else min(timeout, left)
         return timeout
 
@@ -188,12 +202,12 @@ class SafeExecute(Execute):
         if self._out_of_time:
             cell.outputs = [error_output("NotebookTimeout", f"not run: the notebook ran past {self._out_of_time}")]
             return cell, self.resources
-        start = time.monotonic()
+        self._cell_start = time.monotonic()
         try:
             return self._run_cell(cell, resources, index, where)
-        finally:
-            if not self._timed_out(cell):   # a cell stopped by its own timeout has cost its points already
-                self._charged += time.monotonic() - start
+        finally:   # every second counts: a timed-out cell, the interrupt's wait, fresh kernels and re-runs
+            self._charged += time.monotonic() - self._cell_start
+            self._cell_start = None
 
     def _run_cell(self, cell, resources, index, where):
         if self._gave_up:
@@ -214,8 +228,8 @@ class SafeExecute(Execute):
             cell.outputs = list(cell.get("outputs", []))
             if not self._timed_out(cell):
                 cell.outputs.append(error_output(self._timeout_name(), f"no reply from the kernel within {self.timeout} s"))
-        if self._timed_out(cell) and time.monotonic() >= self._deadline:
-            return cell, self.resources   # the notebook's total, not the cell's: the next cell says so
+        if self._timed_out(cell) and (time.monotonic() >= self._deadline or self._budget_left() <= 0):
+            return cell, self.resources   # the notebook's total or budget, not the cell's: the next cell says so
         if self._timed_out(cell):
             self._note("timeout", cell, f"cell '{where}' ran past the {self.timeout} s limit and was "
                                         f"interrupted (0 for that cell)")
