@@ -9,7 +9,10 @@ unknown types are dropped before nbclient sees them, logs them or keeps widget s
 `transient` is dropped (no display id links one cell's output to another's), an output nbformat
 would refuse is dropped (nbclient would raise on it and end the notebook's grading), and once a
 notebook's outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` outputs) the rest are
-dropped as they arrive, with a note. The sandbox's kernel manager refuses any single message frame
+dropped as they arrive: the first one dropped in a cell leaves a line there saying so, and a note.
+The observations of graded test cells (course.observe's MIME type) have a channel of their own,
+`max_observation_bytes` a notebook and `max_observations_arrived` a cell: a student who prints up
+to her limit early still has every later graded cell judged. The sandbox's kernel manager refuses any single message frame
 larger than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE), and its
 client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
 
@@ -42,8 +45,9 @@ from nbformat.v4 import output_from_msg
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer
 
+from course.observe import MIME
 from utils.grading.reference_run import RESOURCE_KEY
-from utils.grading.steps.base import add_note, grade_id
+from utils.grading.steps.base import add_note, grade_id, is_test_cell
 from utils.sandbox.manager import SandboxKernelManager
 
 
@@ -62,6 +66,12 @@ def _valid_output(msg: dict) -> bool:
     except Exception:  # noqa: BLE001 - any malformed output the kernel sent
         return False
     return True
+
+
+def _is_observation(msg_type, content) -> bool:
+    """A display of course.observe's MIME type (the grader reads these from graded cells)."""
+    data = content.get("data") if isinstance(content, dict) else None
+    return msg_type == "display_data" and isinstance(data, dict) and MIME in data
 
 
 def _size(content: dict) -> int:
@@ -96,12 +106,17 @@ class SafeExecute(Execute):
                                               "arrives beyond is dropped as it arrives").tag(config=True)
     max_outputs_arrived = Integer(2000, help="Outputs one cell may send; later ones are dropped as they "
                                              "arrive").tag(config=True)
+    max_observation_bytes = Integer(16 << 20, help="Bytes of graded cells' observations one notebook's "
+                                                   "kernel may send, apart from max_output_bytes: the "
+                                                   "student's prints never take their room").tag(config=True)
+    max_observations_arrived = Integer(1000, help="Observations one graded cell may send, apart from "
+                                                  "max_outputs_arrived").tag(config=True)
     # nothing of the kernel's widgets or message timings is kept (nor written to the notebook)
     store_widget_state = Bool(False, help="Never: widget state is the kernel's").tag(config=True)
     record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
 
     budget: int | None = None     # set by preprocess, for each notebook
-    _charged, _cell_start, _deadline = 0.0, None, math.inf
+    _charged, _cell_start, _deadline, _observed = 0.0, None, math.inf, 0
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -111,8 +126,10 @@ class SafeExecute(Execute):
         self._failed_cells: set[int] = set()   # killed the kernel or hung it: never replayed
         self._restarts = 0
         self._gave_up = False
-        self._arrived = 0          # bytes of outputs taken from the kernel so far
+        self._arrived = 0          # bytes of the student's outputs taken from the kernel so far
+        self._observed = 0         # bytes of graded cells' observations taken so far (their own budget)
         self._dropped = 0          # outputs dropped as they arrived
+        self._cut_cells = {}       # id -> cell: the cells whose cut is announced in them
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout > 0 else math.inf
         self._out_of_time = False
         reference = (resources or {}).get(RESOURCE_KEY)
@@ -130,7 +147,9 @@ class SafeExecute(Execute):
             if self._dropped:
                 self._note("output-dropped", None, f"{self._dropped} output(s) sent by the kernel beyond "
                                                    f"{self.max_output_bytes >> 20} MiB (or {self.max_outputs_arrived} "
-                                                   f"in one cell) were dropped as they arrived")
+                                                   f"in one cell; observations: {self.max_observation_bytes >> 20} MiB, "
+                                                   f"{self.max_observations_arrived} in one graded cell) were dropped "
+                                                   f"as they arrived")
 
     # -- what the grader takes from the kernel's messages ------------------------------------------
     KEPT = frozenset({"status", "execute_input", "stream", "display_data", "execute_result", "error", "clear_output"})
@@ -148,12 +167,36 @@ class SafeExecute(Execute):
             content["execution_count"] = 0
         if msg_type in self.OUTPUTS:
             size = _size(content)
-            if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived \
-                    or not _valid_output(msg):
+            if not _valid_output(msg):
                 self._dropped += 1
                 return None
-            self._arrived += size
+            if _is_observation(msg_type, content) and is_test_cell(cell):   # the grader's channel
+                seen = sum(1 for o in cell.get("outputs", []) if _is_observation(o.get("output_type"), o))
+                if self._observed + size > self.max_observation_bytes or seen >= self.max_observations_arrived:
+                    self._dropped += 1
+                    return None
+                self._observed += size
+            elif self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived:
+                self._dropped += 1
+                return self._announce_cut(msg, cell, cell_index)
+            else:
+                self._arrived += size
         return super().process_message(msg, cell, cell_index)
+
+    def _announce_cut(self, msg, cell, cell_index):
+        """The first output dropped in a cell becomes one line saying so; the later ones vanish."""
+        cut = self.__dict__.setdefault("_cut_cells", {})
+        if id(cell) in cut:
+            return None
+        cut[id(cell)] = cell   # held, so that no later cell takes its id
+        limit = self.max_output_bytes
+        amount = f"{limit / (1 << 20):g} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+        line = (f"\n... the grader cut this cell's output here: what it printed past the notebook's "
+                f"{amount} of outputs or the cell's {self.max_outputs_arrived} was dropped "
+                f"(graded cells are still judged) ...\n")
+        note = {**msg, "msg_type": "stream", "header": {**msg["header"], "msg_type": "stream"},
+                "content": {"name": "stdout", "text": line}}
+        return super().process_message(note, cell, cell_index)
 
     def _budget_left(self) -> float:
         """Seconds of the budget not yet spent, the running cell's so far counted (inf: no budget)."""
