@@ -301,3 +301,18 @@ def test_a_lessons_work_runs_in_a_kernel_under_the_filter(tmp_path):
     assert "SECCOMP 2" in out and "MATMUL True 2" in out and "NUMPY 2.0" in out, out
     assert "THREAD ran" in out and "CHILD ok" in out and "SAVEFIG True" in out and "ERROR" not in out, out
     assert any(a.startswith("seccomp:") for a in facts["limits"]), facts
+
+
+def test_without_libseccomp_no_kernel_starts_and_the_message_names_the_package(monkeypatch):
+    """Where the binding or the library cannot be loaded, the sandbox refuses to start a kernel
+    without its filter (SandboxKernelManager._check_sandbox asks `unavailable` first)."""
+    def missing():
+        raise RuntimeError("Unable to find libseccomp")
+    monkeypatch.setattr(seccomp, "_binding", missing)
+    seccomp.unavailable.cache_clear()
+    try:
+        said = seccomp.unavailable("x86_64")
+        assert "Unable to find libseccomp" in said and "libseccomp2" in said and "pyseccomp" in said
+        assert seccomp.unavailable("riscv64") is None   # no filter is written there: nothing to build
+    finally:
+        seccomp.unavailable.cache_clear()

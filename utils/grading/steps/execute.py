@@ -12,9 +12,9 @@ notebook's outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` out
 dropped as they arrive: the first one dropped in a cell leaves a line there saying so, and a note.
 The observations of graded test cells (course.observe's MIME type) have a channel of their own,
 `max_observation_bytes` a notebook and `max_observations_arrived` a cell: a student who prints up
-to her limit early still has every later graded cell judged. The sandbox's kernel manager refuses any single message frame
-larger than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE), and its
-client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
+to her limit early still has every later graded cell judged. The sandbox's kernel manager
+refuses any single message frame larger than `SandboxKernelManager.max_message_mb` before it is
+read (ZeroMQ's MAXMSGSIZE), and its client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
 
 A notebook's time is bounded twice. Its budget comes from its lesson's reference run (the
 reference solution's kernel time, utils/grading/reference_run.py): `budget_floor` + `budget_multiple`
@@ -51,6 +51,7 @@ from utils.grading.steps.base import add_note, grade_id, is_test_cell
 from utils.sandbox.manager import SandboxKernelManager
 
 
+UNMEASURABLE = 1 << 40   # the size of content json cannot measure (circular, say): never kept
 BUDGET_KEY = "time_budget"   # in resources, then in the result file: the notebook's budget and its use
 
 
@@ -82,7 +83,7 @@ def _size(content: dict) -> int:
     try:
         return len(json.dumps(content))
     except (TypeError, ValueError, RecursionError):
-        return 1 << 40
+        return UNMEASURABLE
 
 
 class SafeExecute(Execute):
@@ -130,6 +131,7 @@ class SafeExecute(Execute):
         self._observed = 0         # bytes of graded cells' observations taken so far (their own budget)
         self._dropped = 0          # outputs dropped as they arrived
         self._cut_cells = {}       # id -> cell: the cells whose cut is announced in them
+        self._observations_in = {}   # id -> [cell, observations it sent] (the cell held: its id stays its own)
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout > 0 else math.inf
         self._out_of_time = False
         reference = (resources or {}).get(RESOURCE_KEY)
@@ -167,18 +169,21 @@ class SafeExecute(Execute):
             content["execution_count"] = 0
         if msg_type in self.OUTPUTS:
             size = _size(content)
-            if not _valid_output(msg):
-                self._dropped += 1
-                return None
             if _is_observation(msg_type, content) and is_test_cell(cell):   # the grader's channel
-                seen = sum(1 for o in cell.get("outputs", []) if _is_observation(o.get("output_type"), o))
-                if self._observed + size > self.max_observation_bytes or seen >= self.max_observations_arrived:
+                counted = self.__dict__.setdefault("_observations_in", {}).setdefault(id(cell), [cell, 0])
+                if self._observed + size > self.max_observation_bytes or counted[1] >= self.max_observations_arrived \
+                        or not _valid_output(msg):
                     self._dropped += 1
                     return None
                 self._observed += size
-            elif self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived:
+                counted[1] += 1
+            elif size < UNMEASURABLE and (self._arrived + size > self.max_output_bytes
+                                          or len(cell.get("outputs", [])) >= self.max_outputs_arrived):
                 self._dropped += 1
                 return self._announce_cut(msg, cell, cell_index)
+            elif size >= UNMEASURABLE or not _valid_output(msg):
+                self._dropped += 1
+                return None
             else:
                 self._arrived += size
         return super().process_message(msg, cell, cell_index)
