@@ -55,10 +55,10 @@ demo: $(STAMP) demo-deps
 system-deps:
 	@bash utils/system_deps.sh
 
-# Where bubblewrap cannot be installed or cannot run, the demo still grades its own samples and
+# The sandbox needs bubblewrap and libseccomp2 (its seccomp filter). Where bubblewrap cannot be installed or cannot run, the demo still grades its own samples and
 # says, at the top and in its summary, that it did so without the sandbox.
 demo-deps:
-	@bash utils/system_deps.sh bubblewrap
+	@bash utils/system_deps.sh bubblewrap libseccomp2
 
 # The fast layer: every test marked neither slow nor browser, in this one process. Such a test
 # starts no kernel or other process and reaches no network (tests/conftest.py fails one that does),

@@ -18,14 +18,19 @@ from utils.grading.steps.base import read_notes
 from utils.grading.reference_run import RESOURCE_KEY, Reference
 from utils.grading.steps.execute import BUDGET_KEY, SafeExecute
 from utils.sandbox.channels import well_formed_message
-from steps_common import SOURCE_A
+from nbgrader.utils import determine_grade
+
+from course.observe import MIME
+from utils.grading.steps.observations import as_autograding
+from utils.grading.steps.verdicts import Verdicts
+from steps_common import SOURCE_A, lesson, lesson_reference
 
 
 def executor(**traits) -> SafeExecute:
     """A SafeExecute as it stands in the middle of a notebook, for messages fed by hand."""
     ex = SafeExecute(**traits)
     ex.nb = new_notebook(cells=[new_code_cell("x")])
-    ex._arrived, ex._dropped = 0, 0
+    ex._arrived, ex._observed, ex._dropped, ex._cut_cells = 0, 0, 0, {}
     ex.reset_execution_trackers()
     ex.clear_before_next_output = False
     return ex
@@ -72,7 +77,9 @@ def test_outputs_past_the_notebooks_bytes_are_dropped_as_they_arrive():
     size = len(json.dumps(one))
     for _ in range(30):
         ex.process_message(msg("display_data", copy.deepcopy(one)), cell, 0)
-    assert len(cell.outputs) == 10_000 // size and ex._dropped == 30 - 10_000 // size
+    kept = 10_000 // size
+    assert len(cell.outputs) == kept + 1 and ex._dropped == 30 - kept
+    assert "the grader cut this cell's output here" in cell.outputs[-1].text   # one line, where the cut is
     assert ex._arrived <= 10_000
 
 
@@ -81,7 +88,8 @@ def test_one_huge_stream_is_dropped_but_later_small_ones_still_fit():
     cell = ex.nb.cells[0]
     ex.process_message(msg("stream", {"name": "stdout", "text": "z" * 50_000}), cell, 0)
     ex.process_message(msg("stream", {"name": "stdout", "text": "small\n"}), cell, 0)
-    assert [o.text for o in cell.outputs] == ["small\n"] and ex._dropped == 1
+    assert [o.text for o in cell.outputs][1:] == ["small\n"] and ex._dropped == 1
+    assert "cut this cell's output" in cell.outputs[0].text
 
 
 def test_outputs_past_a_cells_count_are_dropped_as_they_arrive():
@@ -89,7 +97,35 @@ def test_outputs_past_a_cells_count_are_dropped_as_they_arrive():
     cell = ex.nb.cells[0]
     for i in range(10):
         ex.process_message(msg("display_data", {"data": {"text/plain": str(i)}, "metadata": {}}), cell, 0)
-    assert [o.data["text/plain"] for o in cell.outputs] == ["0", "1", "2"] and ex._dropped == 7
+    assert [o.data["text/plain"] for o in cell.outputs[:3]] == ["0", "1", "2"] and ex._dropped == 7
+    assert len(cell.outputs) == 4 and "cut this cell's output" in cell.outputs[3].text
+
+
+def test_a_graded_cells_observations_keep_their_own_budget_when_the_students_prints_filled_hers():
+    """The student's outputs reach max_output_bytes; a graded test cell's observations still
+    arrive (their own budget), her next prints are cut with one line saying so, and observations
+    past their own budget are dropped too: the grader stays bounded."""
+    ex = executor(max_output_bytes=1000, max_observation_bytes=600, max_observations_arrived=3)
+    graded = author.tests("test_a", 2, SOURCE_A)
+    ex.nb.cells.append(graded)
+    printed = ex.nb.cells[0]
+    ex.process_message(msg("stream", {"name": "stdout", "text": "d" * 990}), printed, 0)   # just under her cap
+    observation = {"data": {MIME: {"label": "a(1)", "rule": "close", "rel": 1e-6, "abs": 0.0, "value": 1.0}},
+                   "metadata": {}}
+    for _ in range(2):
+        ex.process_message(msg("display_data", copy.deepcopy(observation)), graded, 1)
+    ex.process_message(msg("stream", {"name": "stdout", "text": "more debugging\n"}), graded, 1)
+    ex.process_message(msg("stream", {"name": "stdout", "text": "and more debugging\n"}), graded, 1)
+    assert [o.data[MIME]["label"] for o in graded.outputs if o.output_type == "display_data"] == ["a(1)", "a(1)"]
+    assert [o.text for o in graded.outputs if o.output_type == "stream"] == [
+        "\n... the grader cut this cell's output here: what it printed past the notebook's 1,000 bytes of "
+        "outputs or the cell's 2000 was dropped (graded cells are still judged) ...\n"]   # once
+    for _ in range(5):   # observations have a budget too
+        ex.process_message(msg("display_data", copy.deepcopy(observation)), graded, 1)
+    assert sum(o.output_type == "display_data" for o in graded.outputs) == 3 and ex._observed <= 600
+    # an observation outside a graded test cell is the student's output, under her budget
+    ex.process_message(msg("display_data", copy.deepcopy(observation)), printed, 0)
+    assert [o.output_type for o in printed.outputs] == ["stream", "stream"] and ex._dropped == 2 + 4 + 1
 
 
 def test_content_the_grader_cannot_measure_is_dropped():
@@ -137,7 +173,8 @@ def test_a_dead_kernel_costs_its_cell_and_a_hung_one_its_cell(tmp_path):
     ex = _unsandboxed(timeout=3, max_outputs_arrived=5, probe_timeout=10)
     nb, _ = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     flood, died, after, timed_out, last = (nb.cells[i].outputs for i in (1, 3, 4, 5, 6))
-    assert [o.data["text/plain"] for o in flood] == ["0", "1", "2", "3", "4"]
+    assert [o.data["text/plain"] for o in flood[:5]] == ["0", "1", "2", "3", "4"] and len(flood) == 6
+    assert "the grader cut this cell's output here" in flood[5].text
     assert [o.ename for o in died] == ["DeadKernelError"]
     assert [o.get("text") for o in after] == ["42\n"]
     assert [o.get("ename") for o in timed_out if o.output_type == "error"][-1:] == ["CellTimeoutError"]
@@ -214,25 +251,47 @@ def test_the_time_budget_is_a_floor_plus_a_multiple_of_the_reference_run_and_con
     assert _unsandboxed(budget_multiple=20.0, budget_floor=120).time_budget(3.2) == 120 + 64   # a slow machine
 
 
-SLEEP = "import time\ntime.sleep(1.2)"
+SLEEP_PAST = "import time\ntime.sleep(30)"   # past its 2 s cell timeout, every time
 
 
 @pytest.mark.slow   # a kernel
-def test_sleeping_cells_stop_at_the_notebooks_budget_and_a_timed_out_cell_costs_only_itself(tmp_path):
-    """A reference run of 0.1 s, 20 times that and no floor: a budget of 2 s. A cell stopped by its
-    own 2 s timeout is not counted (counted, it would spend the budget before the first sleep), two
-    sleeps of 1.2 s spend it, and the cells after them are not run: one kernel, about 5 s."""
-    nb = new_notebook(cells=[new_code_cell("while True:\n    pass"), new_code_cell(SLEEP), new_code_cell(SLEEP),
-                             new_code_cell(SLEEP), new_code_cell("print('late')")])
-    ex = _unsandboxed(timeout=2, budget_floor=0, budget_multiple=20.0, probe_timeout=10)
+def test_cells_that_sleep_past_their_own_timeout_stop_at_the_notebooks_budget(tmp_path):
+    """A reference run of 0.1 s, 30 times that and no floor: a budget of 3 s. Six cells each sleep
+    past their own 2 s timeout: every second of them counts, the second is interrupted when the
+    budget is spent, and the four after it are not run; grading ends within the budget and the
+    interrupt's wait (not counted, the six would hold the kernel 6 x 2 s and more). One kernel."""
+    nb = new_notebook(cells=[new_code_cell(SLEEP_PAST) for _ in range(6)] + [new_code_cell("print('late')")])
+    ex = _unsandboxed(timeout=2, budget_floor=0, budget_multiple=30.0, probe_timeout=10)
     resources = {"metadata": {"path": str(tmp_path)}, RESOURCE_KEY: Reference({}, {}, 0.1, True)}
+    started = []   # when the first cell started (the kernel's start is not the budget's)
+    run_cell = ex.preprocess_cell
+    ex.preprocess_cell = lambda *args: (started.append(time.monotonic()), run_cell(*args))[1]
     nb, resources = ex.preprocess(nb, resources)
-    loop, first, second, third, late = nb.cells
-    assert [o.ename for o in loop.outputs if o.output_type == "error"][-1:] == ["CellTimeoutError"]
-    assert first.outputs == [] and second.outputs == [], (first.outputs, second.outputs)
-    assert [o.ename for o in third.outputs + late.outputs] == ["NotebookTimeout", "NotebookTimeout"]
-    assert "time budget of 2 s" in third.outputs[0].evalue
+    took = time.monotonic() - started[0]
+    first, second, *rest = nb.cells
+    for cell in (first, second):   # the kernel's KeyboardInterrupt, then nbclient's timeout
+        assert [o.ename for o in cell.outputs if o.output_type == "error"][-1:] == ["CellTimeoutError"], cell.outputs
+    assert [o.get("ename") for cell in rest for o in cell.outputs] == ["NotebookTimeout"] * 5, [c.outputs for c in rest]
+    assert "time budget of 3 s" in rest[0].outputs[0].evalue
     notes = [n for n in read_notes(nb) if n["event"] == "notebook-budget"]
-    assert len(notes) == 1 and "from #3 on were not run" in notes[0]["text"], read_notes(nb)
+    assert len(notes) == 1 and "from #2 on were not run" in notes[0]["text"], read_notes(nb)
     used = resources[BUDGET_KEY]
-    assert used["budget_s"] == 2 and used["reference_s"] == 0.1 and 2.4 <= used["used_s"] < 4.0, used
+    assert used["budget_s"] == 3 and 3.0 <= used["used_s"] < 5.0, used
+    assert took < 5.0, took   # the budget and the interrupts' answers; the old count let all six run (> 12 s)
+
+
+@pytest.mark.slow   # a kernel
+def test_a_fair_student_who_prints_just_under_the_cap_keeps_full_marks_on_later_graded_cells(tmp_path):
+    """A correct submission whose first solution cell prints a debugging line just under
+    max_output_bytes (50,000 here), and whose second prints more: both graded cells are judged
+    from their observations and get full marks (before, the observations shared her cap, were
+    dropped and both cells scored 0), and the cut is announced in the cell where it happened."""
+    nb = lesson()
+    nb.cells[2].source += "\nprint('d' * 49_990)"             # sol_a: 49,991 bytes of her 50,000
+    nb.cells[4].source += "\nprint('still debugging ' * 10)"   # sol_b: past her cap
+    ex = _unsandboxed(timeout=20, max_output_bytes=50_000)
+    with as_autograding():   # observe() emits, as under nbgrader's autograde
+        nb, resources = ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}, RESOURCE_KEY: lesson_reference()})
+    assert "the grader cut this cell's output here" in "".join(o.get("text", "") for o in nb.cells[4].outputs)
+    nb, _ = Verdicts().preprocess(nb, resources)
+    assert [determine_grade(nb.cells[i]) for i in (3, 5)] == [(2, 2), (3, 3)], [nb.cells[i].outputs for i in (3, 5)]

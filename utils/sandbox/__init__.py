@@ -32,12 +32,16 @@ What the student's code sees (guaranteed wherever bubblewrap runs):
     uid 65534 in a user namespace. Graded by root: no user namespace (its uid 0 outside would exempt
     the kernel from RLIMIT_NPROC); the launcher copies the submission, then becomes a uid of its own
     (`kernel_uid`) outside as inside, with no_new_privs and no capability left.
-  - No nested namespace and none of the calls a kernel never needs (seccomp.py, loaded by bwrap's
-    `--seccomp`, inherited by every process inside): unshare, clone with a namespace flag, setns,
-    mount and the mount API, ptrace, the keyring, bpf, perf_event_open, userfaultfd, modules, kexec,
-    ioctl TIOCSTI/TIOCLINUX and a few more answer EPERM (clone3 ENOSYS, so that the C library uses
-    clone). In the user namespace also `--disable-userns` where bwrap has it (0.8 on). On an
-    architecture other than x86-64 and aarch64 there is no filter (said in the kernel's limits line).
+  - No nested namespace and none of the calls a kernel never needs (seccomp.py: a filter built by
+    libseccomp from Flatpak's blocklist and what Docker's default profile leaves out, loaded by
+    bwrap's `--seccomp`, inherited by every process inside): unshare, clone with a namespace flag,
+    setns, mount, chroot, ptrace and the other ways into another process, the keyring, bpf,
+    io_uring, perf_event_open, userfaultfd, the NUMA calls, modules, kexec, the clock, modify_ldt,
+    uselib, personality, ioctl TIOCSTI/TIOCLINUX and sockets other than unix, inet, inet6 and
+    netlink answer EPERM (clone3 and the mount API ENOSYS, so that the C library uses clone), as do
+    calls of another ABI (ENOSYS). In the user namespace also `--disable-userns` where bwrap has it
+    (0.8 on). On an architecture other than x86-64 and aarch64 there is no filter (said in the
+    kernel's limits line); where libseccomp cannot be loaded, no kernel starts.
 
 Limits (which applied is logged at every kernel start; utils.grading.grade_course says in one line before grading
 what does not hold here):
@@ -83,7 +87,7 @@ no module of the package imports its way back into it):
   - interpreter.py: what of this Python the kernel's Python needs (`python_paths`);
   - command.py: the bwrap command line: namespaces, user, environment (`kernel_env`, PASS_ENV),
     the launcher's arguments;
-  - seccomp.py: the seccomp filter (classic BPF written with the standard library);
+  - seccomp.py: the seccomp filter (the list of calls; libseccomp builds the BPF);
   - launch.py: the launcher, the program that runs first inside the sandbox;
   - limits.py: cgroups, rlimits and CPUs, in words;
   - sockets.py: the kernel's sockets opened without following links, message size;

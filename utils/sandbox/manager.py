@@ -43,6 +43,7 @@ from utils.sandbox.mounts import KERNEL_TMP, RUN, give_to, mounts, new_rundir
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 from utils.sandbox.processes import forward_output, kernel_process, sandbox_pid
 from utils.sandbox.seccomp import filter_in_words, program_fd
+from utils.sandbox.seccomp import unavailable as seccomp_unavailable
 from utils.sandbox.sockets import SafeSockets
 
 
@@ -184,7 +185,7 @@ class SandboxKernelManager(_SandboxLifecycle):
             raise SandboxError(f"grading stopped: the autograding sandbox cannot run: {problem}. "
                                f"To grade without it (only inside a container without network, "
                                f"secrets or the course folder) set `{OPT_OUT}` in nbgrader_config.py.")
-        problem = start_problem(self.bwrap)
+        problem = seccomp_unavailable() or start_problem(self.bwrap)
         if problem:
             raise SandboxError(f"grading stopped: {problem}")
 

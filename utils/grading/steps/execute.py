@@ -9,18 +9,22 @@ unknown types are dropped before nbclient sees them, logs them or keeps widget s
 `transient` is dropped (no display id links one cell's output to another's), an output nbformat
 would refuse is dropped (nbclient would raise on it and end the notebook's grading), and once a
 notebook's outputs reach `max_output_bytes` (or a cell `max_outputs_arrived` outputs) the rest are
-dropped as they arrive, with a note. The sandbox's kernel manager refuses any single message frame
-larger than `SandboxKernelManager.max_message_mb` before it is read (ZeroMQ's MAXMSGSIZE), and its
-client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
+dropped as they arrive: the first one dropped in a cell leaves a line there saying so, and a note.
+The observations of graded test cells (course.observe's MIME type) have a channel of their own,
+`max_observation_bytes` a notebook and `max_observations_arrived` a cell: a student who prints up
+to her limit early still has every later graded cell judged. The sandbox's kernel manager
+refuses any single message frame larger than `SandboxKernelManager.max_message_mb` before it is
+read (ZeroMQ's MAXMSGSIZE), and its client drops a message whose parts are not what nbclient reads (utils/sandbox/channels.py).
 
 A notebook's time is bounded twice. Its budget comes from its lesson's reference run (the
 reference solution's kernel time, utils/grading/reference_run.py): `budget_floor` + `budget_multiple`
-x that time (60 s + 10 x 3.2 s = 92 s for a lesson whose reference runs in 3.2 s). Every cell's
-run counts against it (re-runs after a dead kernel included) but a cell stopped by its own cell
-timeout, which already costs that cell and says so; once the budget is spent the cells left are
-not run (their graded cells score 0 with that reason), so sleeping cells hold a worker for the
-budget and at most one cell more. `notebook_timeout` stays the hard limit on everything (kernel
-starts and timed-out cells included): a cell running when it is spent is interrupted. The budget
+x that time (60 s + 10 x 3.2 s = 92 s for a lesson whose reference runs in 3.2 s). Every second
+a cell holds the kernel counts against it: a cell stopped by its own timeout, the wait for the
+kernel to answer after the interrupt, fresh kernels and their re-runs after a dead or hung one.
+A cell never runs past what is left of the budget (it is interrupted there), and once the budget
+is spent the cells left are not run (their graded cells score 0 with that reason), so no notebook
+holds a worker much past its budget, however many of its cells sleep past their own timeout.
+`notebook_timeout` stays the hard limit on everything (kernel starts included). The budget
 and the seconds it used are in the notebook's result file (BUDGET_KEY); a slow machine raises
 `c.SafeExecute.budget_multiple` or `budget_floor`. Without a reference run (plain nbgrader execute
 without ReferenceObservations) only `notebook_timeout` holds.
@@ -41,11 +45,13 @@ from nbformat.v4 import output_from_msg
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer
 
+from course.observe import MIME
 from utils.grading.reference_run import RESOURCE_KEY
-from utils.grading.steps.base import add_note, grade_id
+from utils.grading.steps.base import add_note, grade_id, is_test_cell
 from utils.sandbox.manager import SandboxKernelManager
 
 
+UNMEASURABLE = 1 << 40   # the size of content json cannot measure (circular, say): never kept
 BUDGET_KEY = "time_budget"   # in resources, then in the result file: the notebook's budget and its use
 
 
@@ -63,6 +69,12 @@ def _valid_output(msg: dict) -> bool:
     return True
 
 
+def _is_observation(msg_type, content) -> bool:
+    """A display of course.observe's MIME type (the grader reads these from graded cells)."""
+    data = content.get("data") if isinstance(content, dict) else None
+    return msg_type == "display_data" and isinstance(data, dict) and MIME in data
+
+
 def _size(content: dict) -> int:
     """About how many bytes an output message's content holds."""
     text = content.get("text")
@@ -71,7 +83,7 @@ def _size(content: dict) -> int:
     try:
         return len(json.dumps(content))
     except (TypeError, ValueError, RecursionError):
-        return 1 << 40
+        return UNMEASURABLE
 
 
 class SafeExecute(Execute):
@@ -83,9 +95,10 @@ class SafeExecute(Execute):
                                           "re-runs included); the cells left when they are spent are "
                                           "not run (0 for their graded cells). 0: no limit").tag(config=True)
     budget_floor = Integer(60, help="Seconds every notebook has, on top of budget_multiple times its "
-                                    "lesson's reference run, for its cells (a cell stopped by its own "
-                                    "timeout not counted); the cells left when it is spent are not run "
-                                    "(0 for their graded cells)").tag(config=True)
+                                    "lesson's reference run, for its cells (every second counted, a cell "
+                                    "stopped by its own timeout included); a cell running when it is "
+                                    "spent is interrupted and the cells left are not run (0 for their "
+                                    "graded cells)").tag(config=True)
     budget_multiple = Float(10.0, help="The notebook's time budget is budget_floor plus this many times "
                                        "the lesson's reference run (its kernel time); raise it on a "
                                        "machine slower than the one the reference ran on. 0 with a "
@@ -94,9 +107,17 @@ class SafeExecute(Execute):
                                               "arrives beyond is dropped as it arrives").tag(config=True)
     max_outputs_arrived = Integer(2000, help="Outputs one cell may send; later ones are dropped as they "
                                              "arrive").tag(config=True)
+    max_observation_bytes = Integer(16 << 20, help="Bytes of graded cells' observations one notebook's "
+                                                   "kernel may send, apart from max_output_bytes: the "
+                                                   "student's prints never take their room").tag(config=True)
+    max_observations_arrived = Integer(1000, help="Observations one graded cell may send, apart from "
+                                                  "max_outputs_arrived").tag(config=True)
     # nothing of the kernel's widgets or message timings is kept (nor written to the notebook)
     store_widget_state = Bool(False, help="Never: widget state is the kernel's").tag(config=True)
     record_timing = Bool(False, help="Never: the timings are the kernel's message headers").tag(config=True)
+
+    budget: int | None = None     # set by preprocess, for each notebook
+    _charged, _cell_start, _deadline, _observed = 0.0, None, math.inf, 0
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -106,14 +127,18 @@ class SafeExecute(Execute):
         self._failed_cells: set[int] = set()   # killed the kernel or hung it: never replayed
         self._restarts = 0
         self._gave_up = False
-        self._arrived = 0          # bytes of outputs taken from the kernel so far
+        self._arrived = 0          # bytes of the student's outputs taken from the kernel so far
+        self._observed = 0         # bytes of graded cells' observations taken so far (their own budget)
         self._dropped = 0          # outputs dropped as they arrived
+        self._cut_cells = {}       # id -> cell: the cells whose cut is announced in them
+        self._observations_in = {}   # id -> [cell, observations it sent] (the cell held: its id stays its own)
         self._deadline = time.monotonic() + self.notebook_timeout if self.notebook_timeout > 0 else math.inf
         self._out_of_time = False
         reference = (resources or {}).get(RESOURCE_KEY)
         self._reference_seconds = getattr(reference, "seconds", None)
         self.budget = self.time_budget(self._reference_seconds)
-        self._charged = 0.0        # seconds of cells counted against the budget
+        self._charged = 0.0        # seconds of the cells before this one, counted against the budget
+        self._cell_start = None    # when the running cell started (monotonic)
         try:
             return super().preprocess(nb, resources, km)
         finally:
@@ -124,7 +149,9 @@ class SafeExecute(Execute):
             if self._dropped:
                 self._note("output-dropped", None, f"{self._dropped} output(s) sent by the kernel beyond "
                                                    f"{self.max_output_bytes >> 20} MiB (or {self.max_outputs_arrived} "
-                                                   f"in one cell) were dropped as they arrived")
+                                                   f"in one cell; observations: {self.max_observation_bytes >> 20} MiB, "
+                                                   f"{self.max_observations_arrived} in one graded cell) were dropped "
+                                                   f"as they arrived")
 
     # -- what the grader takes from the kernel's messages ------------------------------------------
     KEPT = frozenset({"status", "execute_input", "stream", "display_data", "execute_result", "error", "clear_output"})
@@ -142,18 +169,53 @@ class SafeExecute(Execute):
             content["execution_count"] = 0
         if msg_type in self.OUTPUTS:
             size = _size(content)
-            if self._arrived + size > self.max_output_bytes or len(cell.get("outputs", [])) >= self.max_outputs_arrived \
-                    or not _valid_output(msg):
+            if _is_observation(msg_type, content) and is_test_cell(cell):   # the grader's channel
+                counted = self.__dict__.setdefault("_observations_in", {}).setdefault(id(cell), [cell, 0])
+                if self._observed + size > self.max_observation_bytes or counted[1] >= self.max_observations_arrived \
+                        or not _valid_output(msg):
+                    self._dropped += 1
+                    return None
+                self._observed += size
+                counted[1] += 1
+            elif size < UNMEASURABLE and (self._arrived + size > self.max_output_bytes
+                                          or len(cell.get("outputs", [])) >= self.max_outputs_arrived):
+                self._dropped += 1
+                return self._announce_cut(msg, cell, cell_index)
+            elif size >= UNMEASURABLE or not _valid_output(msg):
                 self._dropped += 1
                 return None
-            self._arrived += size
+            else:
+                self._arrived += size
         return super().process_message(msg, cell, cell_index)
 
+    def _announce_cut(self, msg, cell, cell_index):
+        """The first output dropped in a cell becomes one line saying so; the later ones vanish."""
+        cut = self.__dict__.setdefault("_cut_cells", {})
+        if id(cell) in cut:
+            return None
+        cut[id(cell)] = cell   # held, so that no later cell takes its id
+        limit = self.max_output_bytes
+        amount = f"{limit / (1 << 20):g} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+        line = (f"\n... the grader cut this cell's output here: what it printed past the notebook's "
+                f"{amount} of outputs or the cell's {self.max_outputs_arrived} was dropped "
+                f"(graded cells are still judged) ...\n")
+        note = {**msg, "msg_type": "stream", "header": {**msg["header"], "msg_type": "stream"},
+                "content": {"name": "stdout", "text": line}}
+        return super().process_message(note, cell, cell_index)
+
+    def _budget_left(self) -> float:
+        """Seconds of the budget not yet spent, the running cell's so far counted (inf: no budget)."""
+        if self.budget is None:
+            return math.inf
+        running = time.monotonic() - self._cell_start if self._cell_start is not None else 0.0
+        return self.budget - self._charged - running
+
     def _get_timeout(self, cell):
-        """The cell's limit, never past the notebook's total."""
+        """The cell's limit, never past the notebook's total nor what is left of its budget."""
         timeout = super()._get_timeout(cell)
-        if self._deadline < math.inf:
-            left = max(1, math.ceil(self._deadline - time.monotonic()))
+        left = min(self._deadline - time.monotonic(), self._budget_left())
+        if left < math.inf:
+            left = max(1, math.ceil(left))
             timeout = left if timeout is None else min(timeout, left)
         return timeout
 
@@ -188,12 +250,12 @@ class SafeExecute(Execute):
         if self._out_of_time:
             cell.outputs = [error_output("NotebookTimeout", f"not run: the notebook ran past {self._out_of_time}")]
             return cell, self.resources
-        start = time.monotonic()
+        self._cell_start = time.monotonic()
         try:
             return self._run_cell(cell, resources, index, where)
-        finally:
-            if not self._timed_out(cell):   # a cell stopped by its own timeout has cost its points already
-                self._charged += time.monotonic() - start
+        finally:   # every second counts: a timed-out cell, the interrupt's wait, fresh kernels and re-runs
+            self._charged += time.monotonic() - self._cell_start
+            self._cell_start = None
 
     def _run_cell(self, cell, resources, index, where):
         if self._gave_up:
@@ -214,8 +276,8 @@ class SafeExecute(Execute):
             cell.outputs = list(cell.get("outputs", []))
             if not self._timed_out(cell):
                 cell.outputs.append(error_output(self._timeout_name(), f"no reply from the kernel within {self.timeout} s"))
-        if self._timed_out(cell) and time.monotonic() >= self._deadline:
-            return cell, self.resources   # the notebook's total, not the cell's: the next cell says so
+        if self._timed_out(cell) and (time.monotonic() >= self._deadline or self._budget_left() <= 0):
+            return cell, self.resources   # the notebook's total or budget, not the cell's: the next cell says so
         if self._timed_out(cell):
             self._note("timeout", cell, f"cell '{where}' ran past the {self.timeout} s limit and was "
                                         f"interrupted (0 for that cell)")
