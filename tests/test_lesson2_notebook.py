@@ -285,11 +285,11 @@ def test_section_11_goodput_under_queues(sections_10_11):
     assert 0.915 < ns["one_gpu"](1024, 0.15, 0.026)[0] / ns["two_pools"](1024, 0.15, 0.026, 450e9)[0] < 0.925
     assert ns["one_gpu"](1024, 0.16, 0.025)[0] > ns["two_pools"](1024, 0.16, 0.025, 450e9)[0]
     # InfiniBand with the cache sent layer by layer: 0.7 ms after the prefill, no longer a miss
-    line = next(p for p in out["printed"] if p.startswith("InfiniBand at 150 ms"))
+    line = " ".join(next(p for p in out["printed"] if p.startswith("InfiniBand at 150 ms")).split())
     assert "(0.7 ms after the prefill): 0.65 with 256 output tokens, 0.55 with 1,024" in line
     # p1: a prefill GPU of 142 ms, 2.4 ms of NVLink transfer: no queue 7.04/s, mean TTFT at 400 ms 5.51/s,
     # 90 % within 400 ms 3.91/s (option c)
-    line = next(p for p in out["printed"] if p.startswith("a prefill GPU"))
+    line = " ".join(next(p for p in out["printed"] if p.startswith("a prefill GPU")).split())
     assert "no queue 7.04 requests/s; mean TTFT 400 ms at 5.51; 90 % within 400 ms up to 3.91" in line
 
 
@@ -388,3 +388,38 @@ def test_sections_10_and_11_state_what_the_reviews_asked(nb):
         assert first_use in joined, first_use
     assert re.search(r"Expected time: about 160 minutes, an estimate \(text at 200 words a\nminute, half that for "
                      r"formulas, plus each exercise's work\), not measured; section 11", nb.cells[0].source)
+
+
+def test_p1_options_each_name_a_criterion(nb):
+    """p1 cannot be answered by elimination from one clause: each option is a rate and the criterion
+    that gives it, in the same form, none pointing at another option."""
+    queues = next(c.source for c in nb.cells if c.source.startswith("## 11. Two pools and queues"))
+    options = re.findall(r"^- \(([a-d])\) (.*)$", queues.split("**p1 (2 points).**")[1], re.M)
+    assert [letter for letter, _ in options] == list("abcd")
+    for _, text in options:
+        assert re.fullmatch(r"About [\d.]+: [^:]+\.", text), text
+        assert "where" in text and not re.search(r"\b(well below|above|than|the mean does)\b", text.split(":")[1]), text
+
+
+def test_section_11_quotes_what_the_page_prints(nb, sections_10_11):
+    """The figures section 11's text quotes are the printed ones, rounded as the text rounds them: p1's
+    options against the prefill GPU's printed line, the worked load and Little's law numbers."""
+    ns, out = sections_10_11
+    queues = next(c.source for c in nb.cells if c.source.startswith("## 11. Two pools and queues"))
+    line = next(p for p in out["printed"] if p.startswith("a prefill GPU"))
+    patterns = {"D_ms": r"([\d.]+) ms a prompt", "transfer_ms": r"([\d.]+) ms to send", "no_queue": r"no queue ([\d.]+)",
+                "mean": r"mean TTFT 400 ms at ([\d.]+)", "p90": r"up to ([\d.]+)"}
+    printed = {key: float(re.search(pattern, line).group(1)) for key, pattern in patterns.items()}
+    assert f"$D$ = {printed['D_ms']:.0f} ms" in queues and f"{printed['transfer_ms']:.1f} ms to send" in queues
+    options = dict(re.findall(r"^- \(([a-d])\) About ([\d.]+):", queues, re.M))
+    assert options["a"] == f"{printed['no_queue']:.1f}" and options["b"] == f"{printed['mean']:.1f}"
+    assert options["c"] == f"{printed['p90']:.1f}"
+    assert options["d"] == f"{0.1 / ns['prefill_s']:.1f}"  # 90 % find it idle: a load of 0.1
+    assert f"{400 - 1e3 * ns['prefill_s'] - 1e3 * ns['nvlink_s']:.0f} ms" in queues.split("(c)")[1].split("\n")[0]
+    assert f"$RD$ = {5 * ns['prefill_s']:.2f}" in queues  # the load at 5 requests/s
+    assert f"{2 * 256 * 0.020:.1f} streams" in queues  # Little's law: 2/s x 256 steps x 20 ms
+
+
+def test_gpt_fast_share_is_the_quoted_one(nb):
+    text = next(c.source for c in nb.cells if c.source.startswith("**Against a measurement.**"))
+    assert f"1,397 GB/s, {1397 / 2039:.0%} of the datasheet's 2,039".replace("%", " %") in text

@@ -99,6 +99,10 @@ def test_section_11_scored_by_simulation(simulated):
     parity = next(c.source for c in nb.cells if nbgrader_meta(c).get("grade_id") == "simulation_demo")
     low, high = err.split("two pools ")[1].split(" %")[0].split(" to ")
     assert f"({low} to {high} %)" in parity
+    # the lines it prints fit the page (autograding skips this cell, so the grading runs never see them)
+    from course.formatting import PAGE_WIDTH
+
+    assert all(len(line) <= PAGE_WIDTH for p in out["printed"] for line in p.splitlines()), out["printed"]
 
 
 def test_simulation_is_skipped_while_autograding(monkeypatch):

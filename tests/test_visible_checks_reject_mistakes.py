@@ -84,7 +84,8 @@ def graded_after(cells, solution_id: str) -> list[str]:
 
 
 def visible_failures(lesson: str, overrides: dict[str, str]) -> dict[str, str | None]:
-    """{graded cell: None if its visible checks pass, else the error} with `overrides` put in."""
+    """{graded cell: None if its visible checks pass, else the error as the student sees it} with
+    `overrides` put in."""
     import matplotlib.pyplot as plt
 
     cells = _cells(lesson)
@@ -102,7 +103,9 @@ def visible_failures(lesson: str, overrides: dict[str, str]) -> dict[str, str | 
                     exec(visible(cell.source), ns)
                     results[meta["grade_id"]] = None
                 except Exception as err:  # noqa: BLE001 - we report what failed
-                    results[meta["grade_id"]] = f"{type(err).__name__}: {err}"
+                    # as IPython shows it: a check's own short lines, else the exception's line
+                    render = getattr(err, "_render_traceback_", None)
+                    results[meta["grade_id"]] = "\n".join(render()) if render else f"{type(err).__name__}: {err}"
             else:
                 for statement in _definitions(cell.source):
                     try:

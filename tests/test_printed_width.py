@@ -1,0 +1,56 @@
+"""Every line a lesson prints fits the page: at 1,400 pixels with the file browser open JupyterLab shows
+about 121 characters of a cell's output, and a longer line wraps mid-word or leaves a lone word on a
+line (course.formatting.PAGE_WIDTH = 120).
+
+Two sources of printed lines: the visible checks' "ok" lines and messages (run here without a kernel,
+on the reference and on every sample mistake, as tests/test_visible_checks_reject_mistakes.py runs
+them), and every other cell's output, read from the reference's autograded notebook of the session's
+one grading of each lesson (tests/grading_runs.py; nothing is run again for it)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+
+import pytest
+
+from course.formatting import PAGE_WIDTH, page_lines
+from grading_runs import graded
+from test_visible_checks_reject_mistakes import visible_failures
+from utils.authoring.check import REFERENCE
+from utils.lessons import REPO, lessons
+
+LESSONS = [l for l in lessons(REPO) if (REPO / "utils" / "authoring" / "samples" / f"{l}.py").exists()]
+
+
+def _too_long(lines):
+    return [(len(line), line) for line in lines if len(line) > PAGE_WIDTH]
+
+
+def test_page_lines_wraps_at_spaces_within_the_page():
+    text = "ok    " + " ".join(["word"] * 60)
+    lines = page_lines(text).splitlines()
+    assert len(lines) > 1 and all(len(line) <= PAGE_WIDTH for line in lines)
+    assert all(line.startswith("      word") for line in lines[1:])
+    assert page_lines("short") == "short"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_visible_checks_print_within_the_page(lesson):
+    module = importlib.import_module(f"utils.authoring.samples.{lesson}")
+    submissions = [{}] + [{gid: source} for gid, source in getattr(module, "MISTAKES", {}).items()]
+    for overrides in submissions:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            failures = visible_failures(lesson, overrides)
+        lines = out.getvalue().splitlines() + [l for why in failures.values() if why for l in why.splitlines()]
+        assert not _too_long(lines), (sorted(overrides), _too_long(lines))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_reference_run_prints_within_the_page(lesson):
+    printed = graded(lesson).printed.get(REFERENCE)
+    assert printed, f"{lesson}: the reference printed nothing"
+    assert not _too_long(printed), _too_long(printed)
