@@ -423,3 +423,20 @@ def test_section_11_quotes_what_the_page_prints(nb, sections_10_11):
 def test_gpt_fast_share_is_the_quoted_one(nb):
     text = next(c.source for c in nb.cells if c.source.startswith("**Against a measurement.**"))
     assert f"1,397 GB/s, {1397 / 2039:.0%} of the datasheet's 2,039".replace("%", " %") in text
+
+
+def test_exercise_j_says_the_first_chunk_when_the_decode_tokens_fill_whole_tiles(nb, reference):
+    """Exercise J names the first chunk tried when the decode tokens are already a multiple of the tile
+    (a whole tile, never 0), and the reference does what it says."""
+    text = next(c.source for c in nb.cells if "### Exercise J" in c.source)
+    assert "64 decode tokens give chunks 64, 192" in text and "128 give 128, 256" in text
+    tried = []
+
+    def chunk_of(c):
+        tried.append(c)
+        return {"matmul_flops": 0.0, "weight_bytes": 0.0, "attn_flops": 0.0, "kv_bytes": 0.0, "tokens": c}
+
+    dec = {"matmul_flops": 0.0, "weight_bytes": 0.0, "attn_flops": 0.0, "kv_bytes": 0.0, "tokens": 128}
+    reference["chunk_for_tbt"](dec, lambda c: chunk_of(c) if c < 512 else {**chunk_of(c), "kv_bytes": 1e30},
+                               1.0, 1e12, 1e12)
+    assert tried[:3] == [128, 256, 384]
