@@ -2,22 +2,17 @@
 about 121 characters of a cell's output, and a longer line wraps mid-word or leaves a lone word on a
 line (course.formatting.PAGE_WIDTH = 120).
 
-Two sources of printed lines: the visible checks' "ok" lines and messages (run here without a kernel,
-on the reference and on every sample mistake, as tests/test_visible_checks_reject_mistakes.py runs
-them), and every other cell's output, read from the reference's autograded notebook of the session's
+Two sources of printed lines: the visible checks' "ok" lines and messages, checked where
+tests/test_visible_checks_reject_mistakes.py runs them (on the reference and every sample mistake),
+and every other cell's output, read here from the reference's autograded notebook of the session's
 one grading of each lesson (tests/grading_runs.py; nothing is run again for it)."""
 
 from __future__ import annotations
-
-import contextlib
-import importlib
-import io
 
 import pytest
 
 from course.formatting import PAGE_WIDTH, page_lines
 from grading_runs import graded
-from test_visible_checks_reject_mistakes import visible_failures
 from utils.authoring.check import REFERENCE
 from utils.lessons import REPO, lessons
 
@@ -34,18 +29,6 @@ def test_page_lines_wraps_at_spaces_within_the_page():
     assert len(lines) > 1 and all(len(line) <= PAGE_WIDTH for line in lines)
     assert all(line.startswith("      word") for line in lines[1:])
     assert page_lines("short") == "short"
-
-
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_visible_checks_print_within_the_page(lesson):
-    module = importlib.import_module(f"utils.authoring.samples.{lesson}")
-    submissions = [{}] + [{gid: source} for gid, source in getattr(module, "MISTAKES", {}).items()]
-    for overrides in submissions:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            failures = visible_failures(lesson, overrides)
-        lines = out.getvalue().splitlines() + [l for why in failures.values() if why for l in why.splitlines()]
-        assert not _too_long(lines), (sorted(overrides), _too_long(lines))
 
 
 # Lesson 3 prints its measurements' readings in lines of up to 835 characters, from its own cells and

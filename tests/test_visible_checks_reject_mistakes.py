@@ -5,7 +5,7 @@ solution cell, and MORE_MISTAKES) is put in its solution cell alone; the other s
 the reference. The graded cells that follow that solution cell then run WITHOUT their hidden tests,
 as the student's release runs them: at least one must fail, so a student who makes the mistake is
 told before submitting. HIDDEN_ONLY names the mistakes only the hidden tests or the grader judge,
-each with why. No kernel and no nbgrader: solution and visible test cells are executed in order in
+each with why. Every line those checks print, or a failure shows, fits the page (120 characters). No kernel and no nbgrader: solution and visible test cells are executed in order in
 one namespace, each given cell contributing only its imports, definitions and call-free assignments
 (nothing measured or drawn).
 """
@@ -13,12 +13,15 @@ one namespace, each given cell contributing only its imports, definitions and ca
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
+import io
 
 import matplotlib
 import nbformat
 import pytest
 
+from course.formatting import PAGE_WIDTH
 from utils.lessons import REPO, lessons, source_notebook
 from utils.notebooks import BEGIN_HIDDEN, END_HIDDEN, nbgrader_meta, strip_markers
 
@@ -117,6 +120,18 @@ def visible_failures(lesson: str, overrides: dict[str, str]) -> dict[str, str | 
     return results
 
 
+def printed_within_the_page(lesson: str, overrides: dict[str, str]) -> dict[str, str | None]:
+    """visible_failures, and every line the checks printed or a failure showed fits the page
+    (course.formatting.PAGE_WIDTH: what JupyterLab shows at 1,400 pixels, file browser open)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        results = visible_failures(lesson, overrides)
+    lines = out.getvalue().splitlines() + [line for why in results.values() if why for line in why.splitlines()]
+    wide = [(len(line), line) for line in lines if len(line) > PAGE_WIDTH]
+    assert not wide, (sorted(overrides), wide)
+    return results
+
+
 def _mistakes():
     cases = []
     for lesson in lessons(REPO):
@@ -137,7 +152,7 @@ def test_visible_checks_reject_each_named_mistake(lesson, solution_id, source):
         pytest.skip(HIDDEN_ONLY[(lesson, solution_id)])
     checks = graded_after(_cells(lesson), solution_id)
     assert checks, f"{lesson}: no graded cell follows {solution_id}"
-    results = visible_failures(lesson, {solution_id: source})
+    results = printed_within_the_page(lesson, {solution_id: source})
     assert any(results[gid] for gid in checks), (
         f"{lesson}: the mistake in {solution_id} passes every visible check of {checks}")
 
@@ -145,7 +160,7 @@ def test_visible_checks_reject_each_named_mistake(lesson, solution_id, source):
 @pytest.mark.parametrize("lesson", [l for l in lessons(REPO)
                                     if (REPO / "utils" / "authoring" / "samples" / f"{l}.py").exists()])
 def test_reference_passes_every_visible_check(lesson):
-    failed = {gid: why for gid, why in visible_failures(lesson, {}).items() if why}
+    failed = {gid: why for gid, why in printed_within_the_page(lesson, {}).items() if why}
     assert not failed, failed
 
 
