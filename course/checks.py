@@ -47,7 +47,7 @@ import re
 import sys
 from typing import Any, Callable
 
-from course.formatting import expected_returned, format_pair, ratio_note, short_lines
+from course.formatting import expected_returned, format_pair, page_lines, ratio_note, short_lines
 from course.observe import grading, observe
 from course.stubs import is_stub, name_stubs, not_written_message, raising_function
 
@@ -177,7 +177,7 @@ def check_close(label: str, returned: Any, expected: float, rel: float = 1e-6, a
     want, shown = format_pair(float(expected), got, tell_apart=not close)
     if not close:
         _fail(label, expected_returned(want, shown, ratio_note(float(expected), got)))
-    print(f"ok    {label}: expected {want}, returned {shown}")
+    print(page_lines(f"ok    {label}: expected {want}, returned {shown}"))
 
 
 def check_equal(label: str, returned: Any, expected: Any) -> None:
@@ -199,7 +199,7 @@ def check_equal(label: str, returned: Any, expected: Any) -> None:
         same = False
     if not same:
         _fail(label, expected_returned(want_s, got_s, note))
-    print(f"ok    {label}: expected {want_s}, returned {got_s}")
+    print(page_lines(f"ok    {label}: expected {want_s}, returned {got_s}"))
 
 
 def check_raises(label: str, func: Callable[..., Any], *args: Any, names: str | None = None, **kwargs: Any) -> None:
@@ -216,7 +216,7 @@ def check_raises(label: str, func: Callable[..., Any], *args: Any, names: str | 
     except ValueError as err:
         if names is not None and names not in str(err):
             _fail(label, f"expected a ValueError naming {names!r}, got ValueError({str(err)!r})")
-        print(f"ok    {label}: ValueError({str(err)!r})")
+        print(page_lines(f"ok    {label}: ValueError({str(err)!r})"))
         return
     except NotImplementedError:
         name = getattr(func, "__name__", "the function")

@@ -42,6 +42,31 @@ class Calculator:
     plot_roofline: Callable
 
 
+def _stack_markers(ax, labels: list[str]) -> None:
+    """Keep every labelled point visible where two coincide (decode's matmuls at batch 1 and its
+    attention, both near 1 FLOP/byte with MHA): the first drawn largest and hollow, each later one
+    smaller and on top, so each legend entry names a mark that can be seen."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+
+    artists = [a for a in ax.get_children() if isinstance(a, (Line2D, PathCollection)) and a.get_label() in labels]
+    artists.sort(key=lambda a: labels.index(a.get_label()))
+    for rank, artist in enumerate(artists):
+        size = 13 - 3 * rank  # points: 13, 10, 7
+        artist.set_zorder(3 + rank)
+        if isinstance(artist, Line2D):
+            artist.set_markersize(size)
+            artist.set_markeredgewidth(2)
+            if rank < len(artists) - 1:
+                artist.set_markerfacecolor("none")
+        else:
+            artist.set_sizes([size ** 2])
+            artist.set_linewidth(2)
+            if rank < len(artists) - 1:
+                artist.set_edgecolor(artist.get_facecolor())
+                artist.set_facecolor("none")
+
+
 def explorer_figure(calc: Calculator, model: str, gpu: str, batch: int, prompt_len: int,
                     context_len: int, weight_dtype: str = "bf16", kv_dtype: str = "bf16"):
     """One frame of the explorer: (figure, summary text). The lesson's functions do the work."""
@@ -55,11 +80,11 @@ def explorer_figure(calc: Calculator, model: str, gpu: str, batch: int, prompt_l
     fits = calc.max_batch(hw.memory_bytes, weight_memory, dec["kv_bytes"] / (batch * context_len), context_len)
 
     fig, ax = plt.subplots(figsize=(7.5, 4.4))
-    calc.plot_roofline(ax, hw.peak("bf16"), hw.bandwidth_bytes_per_s, [
-        (f"prefill matmuls, B={batch}, T={prompt_len}", pre["matmul_intensity"], PREFILL_COLOR),
-        (f"decode matmuls, B={batch}", dec["matmul_intensity"], DECODE_COLOR),
-        ("decode attention", dec["attention_intensity"], "#7b3294"),
-    ])
+    points = [(f"prefill matmuls, B={batch}, T={prompt_len}", pre["matmul_intensity"], PREFILL_COLOR),
+              (f"decode matmuls, B={batch}", dec["matmul_intensity"], DECODE_COLOR),
+              ("decode attention", dec["attention_intensity"], "#7b3294")]
+    calc.plot_roofline(ax, hw.peak("bf16"), hw.bandwidth_bytes_per_s, points)
+    _stack_markers(ax, [label for label, _, _ in points])
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"{cfg.name}, weights {weight_dtype}, KV {kv_dtype}, on {hw.name}")
     ms = 1e3

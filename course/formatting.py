@@ -10,6 +10,15 @@ import math
 import textwrap
 
 WIDTH = 76  # an 80-column terminal, less the four spaces `nbgrader validate` indents errors with
+# What a code cell or its printed output shows in JupyterLab at 1,400 pixels with the file browser
+# open is about 121 characters (a longer line scrolls, or wraps mid-word); every printed line keeps to this.
+PAGE_WIDTH = 120
+
+
+def page_lines(text: str, indent: str = "      ") -> str:
+    """`text` wrapped at spaces to PAGE_WIDTH, later lines indented by `indent` (under an "ok    " line)."""
+    return "\n".join(textwrap.wrap(text, PAGE_WIDTH, subsequent_indent=indent, break_on_hyphens=False,
+                                   break_long_words=False) or [""])
 
 
 def short_lines(text: str, width: int = WIDTH) -> list[str]:

@@ -203,7 +203,7 @@ def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
     roofline, why that one, and what to change. While autograding, observes each height."""
     __tracebackhide__ = True
     from course.checks import CheckFailed
-    from course.formatting import expected_returned, format_pair, ratio_note
+    from course.formatting import expected_returned, format_pair, page_lines, ratio_note
     from course.observe import grading, observe
 
     intensities = [float(p) for p in expected]
@@ -231,8 +231,8 @@ def check_roofline(ax, expected: dict, rel: float = 1e-6) -> None:
         if not close:
             raise CheckFailed(f"{expected_returned(want_s, got_s, ratio_note(float(want), height), 'read')}"
                               f"\ncheck: {label}, read off {account}; {change}")
-        print(f"ok    {label}: expected {want_s}, returned {got_s}")
-    print(f"      (read off {account})")
+        print(page_lines(f"ok    {label}: expected {want_s}, returned {got_s}"))
+    print(page_lines(f"      (read off {account})"))
 
 
 def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
@@ -240,7 +240,7 @@ def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
     (FLOP/byte) of `expected`, read by marker_heights. While autograding, observes each height."""
     __tracebackhide__ = True
     from course.checks import CheckFailed
-    from course.formatting import expected_returned, format_pair, ratio_note
+    from course.formatting import expected_returned, format_pair, page_lines, ratio_note
     from course.observe import grading, observe
 
     intensities = [float(p) for p in expected]
@@ -260,7 +260,7 @@ def check_markers(ax, expected: dict, rel: float = 1e-6) -> None:
         if not close:
             raise CheckFailed(f"{expected_returned(want_s, got_s, ratio_note(float(want), height))}"
                               f"\ncheck: {label}; a point sits at its attainable FLOP/s, on the roofline")
-        print(f"ok    {label}: expected {want_s}, returned {got_s}")
+        print(page_lines(f"ok    {label}: expected {want_s}, returned {got_s}"))
 
 
 def hidden_series(ax) -> list[str]:

@@ -92,6 +92,7 @@ class LessonRun:
     aliases: dict[str, str] = field(default_factory=dict)
     kernel_fields: dict[str, list[str]] = field(default_factory=dict)   # student -> what the kernel set
     errors: dict[str, list[str]] = field(default_factory=dict)          # student -> cells that raised, as graded
+    printed: dict[str, list[str]] = field(default_factory=dict)         # student -> the lines its cells printed
 
     def _name(self, student: str) -> str:
         return self.aliases.get(student, student)
@@ -148,7 +149,7 @@ def _grade(lesson: str) -> LessonRun:
     scratch = check.scratch
     try:
         nb_name = source_notebook(REPO, lesson).name
-        verdicts, kernel_fields, errors = {}, {}, {}
+        verdicts, kernel_fields, errors, printed = {}, {}, {}, {}
         hidden = hidden_lines(source_notebook(REPO, lesson))
         for student in (REFERENCE, RELEASE, *extra):
             path = scratch / "autograded" / student / lesson / nb_name
@@ -159,13 +160,15 @@ def _grade(lesson: str) -> LessonRun:
                 errors[student] = [f"cell {i}: {out.get('ename')}: {str(out.get('evalue'))[:200]}"
                                    for i, cell in enumerate(nb.cells) for out in cell.get("outputs", [])
                                    if out.get("output_type") == "error"]
+                printed[student] = [line for cell in nb.cells for out in cell.get("outputs", [])
+                                    if out.get("output_type") == "stream" for line in str(out.get("text", "")).splitlines()]
         try:
             reference = reference_for(source_notebook(scratch, lesson), scratch / ".grading-cache")
         except ReferenceRefused:      # check.problems says why
             reference = None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})), kernel_fields, errors)
+    return LessonRun(check, verdicts, reference, dict(_alias.get(lesson, {})), kernel_fields, errors, printed)
 
 
 def hidden_lines(source: Path) -> list[str]:

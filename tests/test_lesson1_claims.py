@@ -24,7 +24,8 @@ def test_two_all_reduces_a_layer_of_one_vector_each_at_batch_1():
     all_reduces, vector_bytes = 2 * m.n_layers, m.d_model * 2
     assert (all_reduces, m.d_model, vector_bytes) == (160, 8192, 16 * 1024)
     text = " ".join(markdown().split())
-    assert f"{all_reduces} a token here, each of one {m.d_model:,}-wide bf16 vector ({vector_bytes / 1e3:.1f} KB)" in text
+    assert f"{all_reduces} a token here. At batch 1 each carries one {m.d_model:,}-wide bf16 vector " \
+           f"({vector_bytes / 1e3:.1f} KB)" in text
     # on an A100's NVLink (600 GB/s both directions, 300 one way) 16.4 KB take about 0.05 us, far below
     # the microseconds a collective's launch and synchronisation take: latency, not bandwidth
     assert vector_bytes / 300e9 < 1e-7

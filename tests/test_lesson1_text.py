@@ -181,3 +181,22 @@ def test_code_fits_a_1400_pixel_window():
     long = [(i, len(line)) for i, c in enumerate(nb.cells) if c.cell_type == "code"
             for line in c.source.splitlines() if len(line) > 120]
     assert not long, f"(cell, characters) of code lines past 120: {long}"
+
+
+def _sentences(nb) -> list[str]:
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    return re.split(r"(?<=[.?!])\s+(?=[A-Z*$(])", text)
+
+
+@pytest.mark.parametrize("idea, not_with", [
+    ("ridge in tokens** $T^*$", ["compute-bound", "memory-bound", "153"]),  # what T* is, then what past it means
+    ("160 a token", ["8,192-wide", "latency"]),  # how many all-reduces, then their size, then what they cost
+    ("1.28x", ["50x", "3.2x"]),  # the step at batch 64, then its tokens/s, then the long-context case
+])
+def test_one_idea_a_sentence_where_three_were_packed(source, idea, not_with):
+    """Section 1's ridge in tokens, the all-reduce count and the batch-64 comparison each get a sentence
+    of their own: a sentence carrying `idea` carries none of the ideas that used to follow it."""
+    carrying = [s for s in _sentences(source) if idea in s]
+    assert carrying, idea
+    for sentence in carrying:
+        assert not [w for w in not_with if w in sentence], sentence

@@ -97,3 +97,47 @@ def test_explorer_module_has_no_formula_of_its_own():
     source = inspect.getsource(explorer)
     for forbidden in ("np.minimum", "min(peak", "/ bandwidth", "2 * cfg.n_layers", "n_kv_heads *"):
         assert forbidden not in source, forbidden
+
+
+def _marks(ax):
+    """label -> (zorder, marker size in points, hollow) of each labelled point."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.lines import Line2D
+
+    marks = {}
+    for a in ax.get_children():
+        if isinstance(a, Line2D) and a.get_linestyle() in ("None", "none", "") and not a.get_label().startswith("_"):
+            marks[a.get_label()] = (a.get_zorder(), a.get_markersize(), a.get_markerfacecolor() == "none")
+        elif isinstance(a, PathCollection) and not a.get_label().startswith("_"):
+            marks[a.get_label()] = (a.get_zorder(), float(a.get_sizes()[0]) ** 0.5, len(a.get_facecolor()) == 0)
+    return marks
+
+
+@pytest.mark.parametrize("style", ["plot", "scatter"])
+def test_every_legend_entry_stays_visible_where_points_coincide(style):
+    """Decode's matmuls at batch 1 and its attention at the same intensity (MHA): the one drawn first is
+    larger and hollow, the one on top smaller, so neither hides the other."""
+    def step(phase):
+        return lambda cfg, batch, n, gpu, w, kv: {"time_s": 1.0, "matmul_s": 0.5, "attention_s": 0.5,
+                                                   "matmul_intensity": 1.0 if phase == "decode" else 300.0,
+                                                   "attention_intensity": 1.0, "kv_bytes": 1.0}
+
+    def plot_roofline(ax, peak, bw, points):
+        ax.plot([0.1, 1000.0], [0.1 * bw, peak], label="roofline")
+        for label, x, color in points:
+            y = min(peak, x * bw)
+            if style == "plot":
+                ax.plot([x], [y], marker="o", linestyle="none", color=color, label=label)
+            else:
+                ax.scatter([x], [y], color=color, label=label)
+        return ax
+
+    calc = Calculator(lambda cfg: 1, lambda *a: 8, step("prefill"), step("decode"), plot_roofline)
+    fig, _ = explorer_figure(calc, "llama-2-7b", "H100 SXM", 1, 512, 512)
+    try:
+        marks = _marks(fig.axes[0])
+        below, above = marks["decode matmuls, B=1"], marks["decode attention"]
+        assert above[0] > below[0] and above[1] < below[1] and below[2], marks
+        assert set(fig.axes[0].get_legend_handles_labels()[1]) >= {"decode matmuls, B=1", "decode attention"}
+    finally:
+        plt.close(fig)
