@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from utils.errors import ToolError
+from utils.escaping import escaped
 from utils.lessons import REPO
 
 
@@ -62,7 +63,7 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
     reader.join(timeout=10)
     run = NbgraderRun(proc.returncode, log.text(), killed)
     if check and run.rc != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{run.log[-3000:]}")
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{escaped(run.log[-3000:], keep_newlines=True)}")
     return run
 
 
@@ -126,4 +127,4 @@ def _safe_sid(p) -> int | None:
 
 def log_tail(text: str, lines: int = 8) -> str:
     """The last `lines` lines of a tool's log, indented under the message that quotes them."""
-    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+    return "\n".join("    " + escaped(line) for line in text.strip().split("\n")[-lines:])

@@ -19,6 +19,7 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import check_mode, ignore_patterns, parse_utc
 from traitlets import Float, Integer
 
+from utils.escaping import escaped
 from utils.grading.student_id import id_problem
 from utils.processes import nbgrader
 
@@ -81,8 +82,8 @@ class OwnerCheckedCollect(ExchangeCollect):
     def _note(self, entry: str, why: str) -> None:
         """One line in refused/LESSON.txt and in the log; the entry's name as Python writes it."""
         lesson = self.coursedir.assignment_id
-        line = f"{entry!r}: {why}"
-        self.log.warning(f"{REFUSED} {line}")
+        line = escaped(f"{entry!r}: {why}")
+        self.log.warning(escaped(f"{REFUSED} {line}"))
         folder = Path(self.coursedir.root) / "refused"
         folder.mkdir(exist_ok=True)
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -257,8 +258,8 @@ class OwnerCheckedCollect(ExchangeCollect):
                         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
         if left_out:
             shown = ", ".join(map(repr, sorted(left_out)[:5])) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
-            self.log.warning(f"{REFUSED} {src}: {shown}: not a file lesson {lesson} needs (only its notebooks "
-                             "are collected); not collected, left in the exchange")
+            self.log.warning(escaped(f"{REFUSED} {src}: {shown}: not a file lesson {lesson} needs (only its "
+                                     "notebooks are collected); not collected, left in the exchange"))
 
     def _refuse(self, path: str, why: str, f, refused_dir: Path, rel: str) -> None:
         kept = ""
@@ -268,7 +269,7 @@ class OwnerCheckedCollect(ExchangeCollect):
             with open(target, "wb") as out:
                 shutil.copyfileobj(f, out)
             kept = f", a copy is in {target}"
-        self.log.warning(f"{REFUSED} {path}: {why}; not collected, not graded, left in the exchange{kept}")
+        self.log.warning(escaped(f"{REFUSED} {path}: {why}; not collected, not graded, left in the exchange{kept}"))
 
 
 class OverCap(Exception):
@@ -298,6 +299,13 @@ def _user(uid: int) -> str:
         return f"uid {uid}"
 
 
+def print_refused(log: str) -> None:
+    """The REFUSED lines of a collect's log, printed one a line, escaped."""
+    for line in log.split("\n"):   # not splitlines(): a student's \r or \u2028 does not end a line
+        if REFUSED in line:
+            print(escaped("collect: " + line.split(REFUSED, 1)[1].strip()))
+
+
 def collect(root: Path, lesson: str, exchange: Path | None = None, check_owner: bool | None = None) -> list[str]:
     """Copy the latest submission of every student from the exchange into submitted/, taking
     from each only what its student owns (OwnerCheckedCollect; what it leaves out is printed).
@@ -308,9 +316,6 @@ def collect(root: Path, lesson: str, exchange: Path | None = None, check_owner: 
         args.append(f"--ExchangeCollect.check_owner={check_owner}")
     if exchange is not None:
         args.append(f"--Exchange.root={Path(exchange).resolve()}")
-    log = nbgrader(args, cwd=Path(root)).log
-    for line in log.splitlines():
-        if REFUSED in line:
-            print("collect: " + line.split(REFUSED, 1)[1].strip())
+    print_refused(nbgrader(args, cwd=Path(root)).log)
     base = Path(root) / "submitted"
     return sorted(d.name for d in base.iterdir() if (d / lesson).is_dir()) if base.is_dir() else []

@@ -75,7 +75,7 @@ class IdCheckedCollector(FileNameCollectorPlugin):
         info = super().collect(submitted_file)
         why = id_problem(info.get("student_id")) if info else None
         if why:
-            self.log.warning(f"{REFUSED} {shown(os.path.basename(submitted_file))}: {why}; not collected")
+            self.log.warning(escaped(f"{REFUSED} {shown(os.path.basename(submitted_file))}: {why}; not collected"))
             return None
         return info
 

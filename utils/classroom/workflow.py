@@ -29,7 +29,7 @@ from utils.classroom.lms_import import (LMS_REGEXP, ZIP_COLLECTOR, IdCheckedColl
                                         ImportCaps, lms_import, zip_collect)
 from utils.classroom.rehearsal import rehearsal_course
 from utils.errors import ToolError
-from utils.escaping import shown
+from utils.escaping import escaped, shown
 from utils.lessons import REPO
 from utils.processes import nbgrader
 from utils.grading.student_id import id_problem
@@ -130,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"released {args.lesson}")
         elif args.command == "collect":
             students = collect(root, args.lesson, args.exchange)
-            print(f"{args.lesson}: {len(students)} submission(s) in submitted/: {', '.join(students)}")
+            print(f"{args.lesson}: {len(students)} submission(s) in submitted/: {', '.join(map(shown, students))}")
         elif args.command == "zip-collect":
             students = zip_collect(root, args.lesson, args.files, args.regexp, args.force)
-            print(f"{args.lesson}: {len(students)} submission(s) in submitted/: {', '.join(students)}")
+            print(f"{args.lesson}: {len(students)} submission(s) in submitted/: {', '.join(map(shown, students))}")
         elif args.command == "feedback":
             files = feedback(root, args.lesson, args.exchange, args.show_hidden_tests, not args.no_release)
             print(f"{args.lesson}: {len(files)} feedback file(s)"
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             rehearsal_course(args.dir)
             print(f"rehearsal course in {args.dir}: lessons 01_tiny and 02_other built")
     except ToolError as err:
-        print(f"{args.command} failed: {err}", file=sys.stderr)
+        print(escaped(f"{args.command} failed: {err}", keep_newlines=True), file=sys.stderr)
         return 1
     return 0
 
