@@ -25,9 +25,10 @@ def children(pid: int, recursive: bool = False) -> list[psutil.Process]:
         return []
 
 
-def kernel_process(bwrap_pid: int | None) -> int | None:
-    """The kernel's process (as the grader sees it): the first descendant of bwrap that is not bwrap."""
-    found = [c.pid for c in children(bwrap_pid, recursive=True) if c.name() != "bwrap"] if bwrap_pid else []
+def kernel_process(bwrap_pid: int | None) -> psutil.Process | None:
+    """The kernel's process (as the grader sees it): the first descendant of bwrap that is not
+    bwrap, as psutil found it (its PID and start time: signal it with utils.signals)."""
+    found = [c for c in children(bwrap_pid, recursive=True) if c.name() != "bwrap"] if bwrap_pid else []
     return found[0] if found else None
 
 
