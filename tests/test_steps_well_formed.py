@@ -187,6 +187,11 @@ def test_a_kept_image_is_decoded_and_written_again():
     """What reaches the page is Pillow's own encoding of the decoded pixels: bytes after the image's
     end, or chunks a browser reads and Pillow does not, are not carried over."""
     import base64
-    raw = base64.b64decode(PNG) + b"<script>alert(1)</script>"
-    kept = well_formed([pasted({"image.png": {"image/png": base64.b64encode(raw).decode()}})]).cells[0].attachments
-    assert base64.b64decode(kept["image.png"]["image/png"]) == base64.b64decode(PNG)
+    import struct
+    import zlib
+    png = base64.b64decode(PNG)
+    text = b"tEXt" + b"Comment\0<script>alert(1)</script>"
+    chunk = struct.pack(">I", len(text) - 4) + text + struct.pack(">I", zlib.crc32(text))
+    for raw in (png + b"<script>alert(1)</script>", png[:33] + chunk + png[33:]):   # after IEND; a text chunk
+        kept = well_formed([pasted({"image.png": {"image/png": base64.b64encode(raw).decode()}})]).cells[0].attachments
+        assert base64.b64decode(kept["image.png"]["image/png"]) == png
