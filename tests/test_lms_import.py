@@ -160,3 +160,17 @@ def test_the_old_name_based_entry_points_still_answer():
     assert workflow.OwnerCheckedCollect.__module__ == "utils.classroom.collect"
     assert COLLECT_CLASS == "utils.classroom.collect.OwnerCheckedCollect"
     assert COLLECT_CLASS in (Path(__file__).parents[1] / "nbgrader_config.py").read_text()
+
+
+def test_a_fair_upload_under_another_name_is_kept_when_it_is_the_only_notebook(tmp_path):
+    """The LMS names a notebook the student called differently (doe_1_2_my_tiny.ipynb): it is
+    filed under its own name for grading to take as the one notebook there is (as collect does);
+    beside the lesson's own notebook, another is left out."""
+    root = _course(tmp_path)
+    lms = tmp_path / "submissions.zip"
+    lms.write_bytes(_zip({"doe_1_2_my_tiny.ipynb": _nb("doe"), "roe_1_2_tiny.ipynb": _nb("roe"),
+                          "roe_1_2_scratch.ipynb": _nb("roe's scratch")}))
+    result = lms_import(root, LESSON, [lms])
+    assert result.collected == ["doe", "roe"] and not result.refused, result
+    assert (root / "submitted" / "doe" / LESSON / "my_tiny.ipynb").read_bytes() == _nb("doe")
+    assert sorted(p.name for p in (root / "submitted" / "roe" / LESSON).iterdir()) == [NB]
