@@ -12,6 +12,7 @@ from pathlib import Path
 
 from utils.errors import ToolError
 from utils.escaping import escaped
+from utils.signals import signal_process
 from utils.lessons import REPO
 
 
@@ -133,7 +134,6 @@ def kill_tree(pid: int, children_only: bool = False) -> None:
     processes of the session it led). Each by utils.signals, as psutil found it."""
     import psutil
 
-    from utils.signals import signal_process
     try:
         parent = psutil.Process(pid)
         procs = parent.children(recursive=True) + ([] if children_only else [parent])
