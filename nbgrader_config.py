@@ -58,7 +58,7 @@ if _tools:
     _install_plugins(c)
     # Collect takes from each submission in the exchange only the files its student owns: on one
     # server anyone who learns a submission folder's name can write into it (utils/classroom/workflow.py).
-    c.ExchangeFactory.collect = "utils.classroom.workflow.OwnerCheckedCollect"
+    c.ExchangeFactory.collect = "utils.classroom.collect.OwnerCheckedCollect"
 else:
     from nbconvert.preprocessors import Preprocessor as _Preprocessor
 

@@ -31,9 +31,20 @@ from utils.grading.reference_run import Reference
 from utils.grading.steps.observations import Observation
 
 
-# images as a Markdown cell's attachments hold them (base64)
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
-JPEG = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAEBAQ=="   # a JPEG's start: what WellFormed checks
+
+def _pillow_image(kind: str, mode: str, size: tuple[int, int], colour) -> str:
+    import base64
+    import io
+    from PIL import Image
+    out = io.BytesIO()
+    Image.new(mode, size, colour).save(out, kind)
+    return base64.b64encode(out.getvalue()).decode()
+
+
+# images as a Markdown cell's attachments hold them (base64): written by Pillow, so that Pillow
+# writes them again byte for byte (steps/images.py decodes every image and writes it again)
+PNG = _pillow_image("PNG", "RGBA", (1, 1), (255, 0, 0, 255))
+JPEG = _pillow_image("JPEG", "RGB", (8, 8), (200, 30, 30))
 SVG = "PHN2ZyBvbmxvYWQ9ImFsZXJ0KDEpIj48c2NyaXB0PmFsZXJ0KDIpPC9zY3JpcHQ+PC9zdmc+"   # <svg onload=..><script>
 
 SOURCE_A = "check_close('a(1)', a(1), 1.0)\n### BEGIN HIDDEN TESTS\nobserve('a(2)', a(2))\n### END HIDDEN TESTS"

@@ -239,6 +239,27 @@ def test_an_origin_per_user_needs_https():
         hub.check_bind(_room(subdomain_host="class.example.org/path"))
 
 
+def test_a_class_on_loopback_gets_an_origin_per_user_by_default(tmp_path):
+    """setup's default (the hub on loopback): each user's server on NAME.class.localhost, an origin
+    of its own that needs no DNS; --one-origin, TLS or a reverse proxy (names that need wildcard
+    DNS) leave one origin unless --subdomain-host is given."""
+    from utils.classroom.cli import parse_args, setup_command
+    import utils.classroom.cli as cli
+    made = []
+    students = tmp_path / "students.txt"
+    students.write_text("sam\n")
+    cli_setup = cli.setup
+    cli.setup = lambda room, python, create: made.append(room) or room
+    try:
+        for extra in ([], ["--address", "127.0.0.1:443"], ["--one-origin"], ["--behind-proxy"]):
+            setup_command(parse_args(["setup", "--instructor", "ines", "--students", str(students), *extra]))
+    finally:
+        cli.setup = cli_setup
+    assert [r.subdomain_host for r in made] == ["http://class.localhost:880", "http://class.localhost:443", "", ""]
+    for r in made[:2]:
+        hub.check_bind(r)
+
+
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="the kernel spec is made root's (chown)")
 def test_the_kernel_spec_turns_the_debugger_off_without_writing_through_a_link(tmp_path):

@@ -17,8 +17,9 @@ succeeds. And the class server's attacks of docs/instructors.md's threat model, 
 with its control: a classmate's kernel heard through loopback TCP, modules and a config planted in
 a submission, a script on a student's page with the instructor's cookies, the hub's ports taken
 while it is stopped, the checkout the class was set up from, sandbox folders left in /tmp, the
-debugger's port. Last, the same class set up again with --subdomain-host and the hub restarted:
-each server on its own origin, host-only login cookies, no cross-origin read, a kernel run there.
+debugger's port; each server on its own origin (the default on loopback: NAME.class.localhost),
+host-only login cookies, no cross-origin read, a kernel run there. Last, the same class set up
+again with --one-origin and the hub restarted: what one origin still refuses.
 
 Everything lives under one temporary folder, apart from the users' entries in /etc/passwd,
 /etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
@@ -53,6 +54,7 @@ from utils.lessons import REPO
 from utils.notebooks import submission_from
 from utils.scratch import scratch_config
 from utils.classroom.rehearsal import rehearsal_lessons
+from utils.classroom.room import LOCAL_ORIGINS
 
 # a class's round trip through a real hub: 143 s in make test, 373 s at load 8 to 11 (docs/benchmarks.md)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -252,7 +254,9 @@ class Hub:
         import requests
         self.requests = requests
         self.room = room
-        self.url = f"http://127.0.0.1:{room.port}"
+        # the hub's public URL: the record's origin per user (the default: class.localhost) or loopback
+        self.sub = json.loads((room.prefix / "classroom.json").read_text()).get("subdomain_host") or ""
+        self.url = self.sub or f"http://127.0.0.1:{room.port}"
         self.token = secrets.token_hex(32)
         self.test_config = room.base / "hub_test_config.py"
         self.test_config.write_text(f"""
@@ -272,6 +276,10 @@ c.Spawner.http_timeout = 300
                                      cwd=room.hub_state, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.wait(lambda: self.api("GET", "/").status_code == 200, 90, "the hub to answer")
         TIMINGS["hub answering"] = time.monotonic() - t0
+
+    def origin(self, user: str) -> str:
+        """Where `user`'s server is served: NAME.HOST with an origin per user, else the hub's."""
+        return self.url.replace("://", f"://{user}.", 1) if self.sub else self.url
 
     def wait(self, ready, timeout: float, what: str) -> None:
         end = time.monotonic() + timeout
@@ -335,7 +343,7 @@ class Server:
 
     def __init__(self, hub: Hub, user: str):
         self.hub, self.user, self.token = hub, user, hub.user_token(user)
-        self.base = f"{hub.url}/user/{user}"
+        self.base = f"{hub.origin(user)}/user/{user}"
 
     def call(self, method: str, path: str, **kw):
         return self.hub.requests.request(method, self.base + path, timeout=120,
@@ -555,14 +563,17 @@ def test_a_class_on_one_server(base):
     TIMINGS.clear()
     t_start = time.monotonic()
     room = Class(base)
+    resolver = _LocalhostNames(LOCAL_ORIGINS)   # the class's default origins, *.class.localhost, as a browser finds them
+    resolver.__enter__()
     try:
         t0 = time.monotonic()
         first, again = room.build()
         TIMINGS["users, environment, course, the one command twice"] = time.monotonic() - t0
         if not _can(room.instructor, "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev true"):
             pytest.skip("bubblewrap cannot start a sandbox as an unprivileged user here (user namespaces)")
-        assert f"hub URL      http://127.0.0.1:{room.port}/" in first and "left to you" in first, first
-        assert "shares the hub's origin" in first and "WARNING" not in first, first   # loopback, one origin
+        assert f"hub URL      http://{LOCAL_ORIGINS}:{room.port}/" in first and "left to you" in first, first
+        # loopback: an origin per user by default (no DNS: *.localhost)
+        assert "an origin of its own" in first and "shares the hub's origin" not in first and "WARNING" not in first, first
         assert "changed this run: 0" in again and "installing" not in again, f"a second run changed things:\n{again}"
         t0 = time.monotonic()
         _check_layout(room)
@@ -676,17 +687,18 @@ def test_a_class_on_one_server(base):
                   if "submission" in what and "secret" not in what and "move" not in what and _can(room.alice, script)]
         assert len(opened) >= 4, f"the control: nbgrader's own submission was expected to be open, {opened}"
         _check_instructor_only(room)
-        _check_one_origin(room)
+        _check_own_origins(room)
         _check_ports_after_the_hub(room)
         TIMINGS["isolation checks and controls"] = time.monotonic() - t0
         t0 = time.monotonic()
-        _check_subdomains(room)
-        TIMINGS["the class again with --subdomain-host: setup, hub, two servers, checks"] = time.monotonic() - t0
+        _check_one_origin_opt_out(room)
+        TIMINGS["the class again with --one-origin: setup, hub, a server, checks"] = time.monotonic() - t0
         t0 = time.monotonic()
         _check_teardown(room)
         TIMINGS["teardown"] = time.monotonic() - t0
         assert docs.unused() == [], f"commands of docs/instructors.md this test does not run: {docs.unused()}"
     finally:
+        resolver.__exit__()
         if room.hub is not None:
             room.hub.stop()
         t0 = time.monotonic()
@@ -800,7 +812,7 @@ def _check_kernels(room: Class, alice: Server) -> None:
         assert info["transport"] == "ipc" and info["ip"].startswith(f"{run}/"), info
         probe = f"awk 'FNR>1 && $4==\"0A\" && $8=={room.users.uid(room.alice)} {{print $2}}' /proc/net/tcp /proc/net/tcp6"
         seen = {int(a.rsplit(":", 1)[1], 16) for a in _check(_sh(room.bob, probe), "bob reads /proc/net/tcp").split()}
-        route = room.hub.api("GET", "/proxy").json()[f"/user/{room.alice}/"]["target"]
+        route = next(v for k, v in room.hub.api("GET", "/proxy").json().items() if k.endswith(f"/user/{room.alice}/"))["target"]
         server_port = int(route.rsplit(":", 1)[1].strip("/"))
         # the control: bob's reading finds alice's server (its HTTP port, behind the hub's login)
         assert server_port in seen and seen == _listening(room.users.uid(room.alice)), (seen, server_port)
@@ -817,8 +829,25 @@ def _check_kernels(room: Class, alice: Server) -> None:
         alice.call("DELETE", f"/api/kernels/{kid}")
 
 
+def _check_one_origin_opt_out(room: Class) -> None:
+    """The same class set up again by the one command with --one-origin, the hub restarted: every
+    server on the hub's origin (127.0.0.1), what the setup says is left open; then the checks of
+    what one origin still refuses."""
+    out = room.as_root([*room.setup_args, "--one-origin"], "the one command with --one-origin")
+    assert json.loads((room.prefix / "classroom.json").read_text())["subdomain_host"] == ""
+    assert "shares the hub's origin" in out and f"hub URL      http://127.0.0.1:{room.port}/" in out, out
+    hub = room.hub = Hub(room)
+    assert hub.url == f"http://127.0.0.1:{room.port}"
+    hub.start_server(room.instructor)
+    hub.wait(lambda: hub.ready(room.instructor), 300, "the instructor's server on one origin")
+    route = hub.api("GET", "/proxy").json()
+    assert f"/user/{room.instructor}/" in route, sorted(route)
+    _check_one_origin(room)
+    room.hub.stop()
+
+
 def _check_one_origin(room: Class) -> None:
-    """What the class uses (no --subdomain-host): one origin for the hub and every user's server,
+    """What the class uses with --one-origin: one origin for the hub and every user's server,
     each server's cookie scoped to its path /user/NAME/. A script on a page of bob's server, run
     in the instructor's logged-in browser, sends the instructor's cookies with fetch or XHR, as
     here (Sec-Fetch-Mode cors, same origin, no XSRF token: the token's cookie is set only on
@@ -926,10 +955,9 @@ def _run_in_kernel(requests, base: str, token: str, code: str) -> str:
         requests.delete(f"{base}/api/kernels/{kid}", headers=auth, timeout=60)
 
 
-def _check_subdomains(room: Class) -> None:
-    """The same class set up again by the one command with --subdomain-host
-    http://cTAG.localhost:PORT (names browsers resolve to loopback), the hub restarted: each user's
-    server on an origin of its own, NAME.cTAG.localhost. Each server answers only on its own
+def _check_own_origins(room: Class) -> None:
+    """The class as set up by default (on loopback, no option): each user's server on an origin
+    of its own, NAME.class.localhost (names browsers resolve to loopback). Each server answers only on its own
     origin; the login cookies are host-only, so bob's origin receives none of the instructor's
     (only the session id, which JupyterHub sets on the whole domain and which logs no one in);
     a fetch from bob's origin to the instructor's server, with the instructor's cookies, gets no
@@ -937,17 +965,11 @@ def _check_subdomains(room: Class) -> None:
     server answers on its own origin; the same cookies reach the instructor's course on his own
     origin; with the login cookie the hub knows him. Login, spawn and a kernel run through the
     subdomain work."""
-    domain = f"c{room.tag}.localhost"
+    domain = LOCAL_ORIGINS
     sub = f"http://{domain}:{room.port}"
-    out = room.as_root([*room.setup_args, "--subdomain-host", sub], "the one command with --subdomain-host")
     assert json.loads((room.prefix / "classroom.json").read_text())["subdomain_host"] == sub
-    assert "shares the hub's origin" not in out, out
-    hub = room.hub = Hub(room)
+    hub = room.hub
     who, bob = room.instructor, room.bob
-    for name in (who, bob):
-        hub.start_server(name)
-    for name in (who, bob):
-        hub.wait(lambda: hub.ready(name), 300, f"{name}'s server under its subdomain")
     origin = {name: f"http://{name}.{domain}:{room.port}" for name in (who, bob)}
     route = hub.api("GET", "/proxy").json()
     assert f"{bob}.{domain}/user/{bob}/" in route and f"/user/{bob}/" not in route, sorted(route)
@@ -958,7 +980,7 @@ def _check_subdomains(room: Class) -> None:
         auth = {"Authorization": f"token {token}"}
         r = requests.get(f"{origin[bob]}/user/{bob}/api/status", headers=auth, timeout=60)
         assert r.status_code == 200 and "kernels" in r.json(), (r.status_code, r.text[:300])
-        for elsewhere in (sub, origin[who], hub.url):
+        for elsewhere in (sub, origin[who], f"http://127.0.0.1:{room.port}"):
             r = requests.get(f"{elsewhere}/user/{bob}/api/status", headers=auth, timeout=60, allow_redirects=False)
             assert r.status_code != 200 or "kernels" not in r.text, f"bob's server answers on {elsewhere}"
         # a kernel of bob's, run through his subdomain (websocket through the proxy's host route)
@@ -1000,7 +1022,6 @@ def _check_subdomains(room: Class) -> None:
         r = s.options(origin[who] + f"/user/{who}/api/contents", timeout=60, headers={
             **script, "Access-Control-Request-Method": "PUT", "Access-Control-Request-Headers": "content-type"})
         assert r.headers.get("Access-Control-Allow-Origin") is None, dict(r.headers)
-    room.hub.stop()
 
 
 def _mode(path: Path) -> int:

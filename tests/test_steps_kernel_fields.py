@@ -74,3 +74,19 @@ def test_kernel_fields_twice_is_kernel_fields_once():
              author.md("y")]
     once = fields(*copy.deepcopy(cells))
     assert fields(*copy.deepcopy(once.cells)).cells == once.cells
+
+
+def test_an_image_a_cell_displays_is_decoded_under_the_pixel_cap_or_left_out():
+    """Student code can display any bytes as image/png: a crafted PNG declaring 80,000 x 80,000
+    pixels never reaches the formgrader or the feedback (a line says it was left out); a real
+    image is decoded and written again."""
+    import base64
+    from steps_common import PNG
+    from test_steps_well_formed import declaring
+    bomb = base64.b64encode(declaring(80_000, 80_000)).decode()
+    out = fields(ran(outputs=[display({"image/png": bomb, "text/plain": "<Figure>"}),
+                              display({"image/png": bomb}), display({"image/png": PNG})])).cells[0].outputs
+    assert "image/png" not in out[0].data and "left out" in out[0].data["text/plain"]
+    assert "<Figure>" in out[0].data["text/plain"]
+    assert list(out[1].data) == ["text/plain"] and "left out" in out[1].data["text/plain"]
+    assert out[2].data == {"image/png": PNG}

@@ -130,8 +130,8 @@ def test_attached_images_are_capped_per_image_and_per_notebook():
 
     from utils.grading.steps import well_formed as module
 
-    big = base64.b64encode(base64.b64decode(PNG) + b"\0" * (module.MAX_ATTACHMENT - 100)).decode()
-    huge = base64.b64encode(base64.b64decode(PNG) + b"\0" * module.MAX_ATTACHMENT).decode()
+    big, huge = _noise(560, 560), _noise(600, 600)   # just under and over MAX_ATTACHMENT as PNGs
+    assert len(big) * 3 // 4 < module.MAX_ATTACHMENT < len(huge) * 3 // 4
     cells = [pasted({"image.png": {"image/png": big}}) for _ in range(6)] + [pasted({"image.png": {"image/png": huge}})]
     kept = [bool(c.get("attachments")) for c in well_formed(cells).cells]
     assert kept == [True] * (module.MAX_ATTACHMENTS // module.MAX_ATTACHMENT) + [False] * (7 - module.MAX_ATTACHMENTS // module.MAX_ATTACHMENT)
@@ -140,3 +140,58 @@ def test_attached_images_are_capped_per_image_and_per_notebook():
 def test_attachments_of_other_cells_are_dropped():
     cell = {"cell_type": "code", "metadata": {}, "source": "x", "attachments": {"image.png": {"image/png": PNG}}}
     assert "attachments" not in well_formed([cell]).cells[0]
+
+
+def _noise(width: int, height: int) -> str:
+    """A PNG of random pixels (it does not compress): about 3 bytes a pixel."""
+    import base64
+    import io
+    import random
+    from PIL import Image
+    out = io.BytesIO()
+    Image.frombytes("RGB", (width, height), random.Random(1).randbytes(width * height * 3)).save(out, "PNG")
+    return base64.b64encode(out.getvalue()).decode()
+
+
+def declaring(width: int, height: int) -> bytes:
+    """A tiny PNG whose header (IHDR, written here) declares `width` x `height` grey pixels, with a
+    little compressed data: what a browser would allocate width * height bytes for."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 100_000, 9))
+            + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("size", [(80_000, 80_000), (5_000, 5_000), (100_000, 1)])
+def test_an_image_declaring_more_pixels_than_the_cap_is_dropped_from_its_header_alone(size):
+    """A crafted PNG of a few hundred bytes declaring 80,000 x 80,000 pixels (25 GB decoded) is
+    dropped, the page shows the alt text; the header is read, nothing is decoded."""
+    import base64
+    import time
+    raw = declaring(*size)
+    assert len(raw) < 1000
+    start = time.perf_counter()
+    nb = well_formed([pasted({"image.png": {"image/png": base64.b64encode(raw).decode()}})])
+    assert "attachments" not in nb.cells[0] and time.perf_counter() - start < 1.0
+    # the control: the same crafted file declaring a small image is kept (decoded and written again)
+    from utils.grading.steps.images import image_problem
+    assert image_problem("image/png", declaring(300, 300)) is None
+    assert image_problem("image/png", raw).startswith(("an image of", "an image of more pixels"))
+
+
+def test_a_kept_image_is_decoded_and_written_again():
+    """What reaches the page is Pillow's own encoding of the decoded pixels: bytes after the image's
+    end, or chunks a browser reads and Pillow does not, are not carried over."""
+    import base64
+    import struct
+    import zlib
+    png = base64.b64decode(PNG)
+    text = b"tEXt" + b"Comment\0<script>alert(1)</script>"
+    chunk = struct.pack(">I", len(text) - 4) + text + struct.pack(">I", zlib.crc32(text))
+    for raw in (png + b"<script>alert(1)</script>", png[:33] + chunk + png[33:]):   # after IEND; a text chunk
+        kept = well_formed([pasted({"image.png": {"image/png": base64.b64encode(raw).decode()}})]).cells[0].attachments
+        assert base64.b64decode(kept["image.png"]["image/png"]) == png

@@ -17,5 +17,7 @@ Each folder one job, each module here one thing the tools share:
     scratch.py    throwaway courses with a gradebook of their own: scratch_config(), scratch_course()
     scores.py     a gradebook's scores: read_scores(), read_scores_url(), score_table(), and
                   alembic_on_path() for nbgrader's Gradebook
-    escaping.py   names and text from submissions printed safely: shown(), escaped()
+    escaping.py   names and text from submissions printed safely: shown(), escaped(), the one
+                  helper at every door a student's text reaches a terminal or a log through
+    signals.py    signals by handle, never by a PID alone: signal_process(), kill_cgroup()
 """

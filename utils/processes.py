@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from utils.errors import ToolError
+from utils.escaping import escaped
+from utils.signals import signal_process
 from utils.lessons import REPO
 
 
@@ -51,18 +53,18 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
     log = BoundedLog()
     reader = threading.Thread(target=log.read_all, args=(proc.stdout,), daemon=True)
     reader.start()
-    killed = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        killed = True
+    killed = not _ended_unreaped(proc, timeout)
+    if killed:
         kill_tree(proc.pid)
-        proc.wait()
-    kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
+        _ended_unreaped(proc, None)
+    # kernels a dead grader left behind, found by its session id while its PID is still its own
+    # (ended, not reaped): no later process can have taken the number and started a session
+    kill_tree(proc.pid, children_only=True)
+    proc.wait()
     reader.join(timeout=10)
     run = NbgraderRun(proc.returncode, log.text(), killed)
     if check and run.rc != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{run.log[-3000:]}")
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{escaped(run.log[-3000:], keep_newlines=True)}")
     return run
 
 
@@ -99,7 +101,37 @@ class BoundedLog:
         return (bytes(self.head) + middle + bytes(tail)).decode(errors="replace")
 
 
+def _ended_unreaped(proc: subprocess.Popen, timeout: float | None) -> bool:
+    """Wait up to `timeout` seconds (None: for ever) for `proc` to end, without reaping it (its PID
+    stays its own until proc.wait()). Whether it ended."""
+    import select
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):   # no pidfd here: waitid(WNOWAIT) leaves it unreaped too
+        return _waitid_unreaped(proc, timeout)
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+def _waitid_unreaped(proc: subprocess.Popen, timeout: float | None) -> bool:
+    import time
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        if deadline is not None and time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+
+
 def kill_tree(pid: int, children_only: bool = False) -> None:
+    """SIGKILL `pid` and its descendants (`children_only`: only those; where it has ended, the
+    processes of the session it led). Each by utils.signals, as psutil found it."""
     import psutil
 
     try:
@@ -111,10 +143,7 @@ def kill_tree(pid: int, children_only: bool = False) -> None:
         # the parent is gone: its kernels were re-parented; find them by their session id
         procs = [p for p in psutil.process_iter() if _safe_sid(p) == pid]
     for p in procs:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
+        signal_process(p)
 
 
 def _safe_sid(p) -> int | None:
@@ -126,4 +155,4 @@ def _safe_sid(p) -> int | None:
 
 def log_tail(text: str, lines: int = 8) -> str:
     """The last `lines` lines of a tool's log, indented under the message that quotes them."""
-    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+    return "\n".join("    " + escaped(line) for line in text.strip().split("\n")[-lines:])

@@ -21,6 +21,8 @@ the students' Lab. One job a file:
     setup.sh, packages.txt  from a bare Debian or Ubuntu server: the system packages, then the above
     student-lab/        the students' Lab settings (make lab; copied into the class's environment)
     workflow.py         the instructor's term: roster, release, collect, zip-collect, feedback
+    collect.py            collect from the exchange: only what each student owns, capped
+    lms_import.py         zip-collect: uploads attributed by the LMS's names, read under caps per student
     rehearsal.py        a throwaway course of two tiny lessons to rehearse the term on
 
 Everything the set-up runs uses the standard library alone: on a bare server it runs before the

@@ -48,10 +48,12 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from utils.classroom.environment import runnable_by_everyone
 from utils.classroom.room import (COURSE_ID, DEFAULT_BIND_URL, DEFAULT_EXCHANGE, DEFAULT_HUB_PORT, DEFAULT_PREFIX,
                                   DEFAULT_PROFILE_SCRIPT, DEFAULT_PROXY_API_PORT, Classroom, ToolError, read_students)
+from utils.classroom.hub import default_subdomain_host
 from utils.classroom.setup import add_student, setup
 from utils.classroom.teardown import teardown
 
@@ -63,7 +65,9 @@ def print_summary(room: Classroom) -> None:
     print(f"  exchange     {room.exchange} (course folder {Path(room.exchange) / room.course_id})")
     print(f"  course       {room.course_dir}")
     print(f"  hub config   {Path(room.prefix) / 'jupyterhub_config.py'} (state in {room.hub_state})")
-    print(f"  hub URL      {room.bind_url}/" + ("  (through the reverse proxy)" if room.behind_proxy else ""))
+    url = room.subdomain_host if room.subdomain_host and not room.behind_proxy else room.bind_url
+    print(f"  hub URL      {url}/" + ("  (through the reverse proxy)" if room.behind_proxy else "")
+          + (f"  (each user at {urlsplit(url).scheme}://NAME.{urlsplit(url).netloc}/)" if room.subdomain_host else ""))
     print(f"  hub inside   127.0.0.1:{room.hub_port} (the hub), 127.0.0.1:{room.proxy_api_port} (the proxy's API)")
     print(f"changed this run: {len(room.actions)} (nothing means everything was already in place)")
     print("left to you:")
@@ -105,7 +109,10 @@ def _setup_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--subdomain-host", default="",
                    help="serve each user's server on a subdomain of this URL (https://class.example.org: users at "
                         "https://NAME.class.example.org), an origin of its own; needs wildcard DNS and a wildcard "
-                        "TLS certificate (docs/instructors.md)")
+                        "TLS certificate (docs/instructors.md); on loopback the default is http://class.localhost:PORT")
+    s.add_argument("--one-origin", action="store_true",
+                   help="serve every user's server on the hub's origin (paths /user/NAME/): a student's page opened "
+                        "by the instructor could then read his pages (docs/threat-model-doors.md)")
     s.add_argument("--behind-proxy", action="store_true",
                    help="a reverse proxy with TLS on this server serves the hub, which stays on loopback")
     s.add_argument("--profile-script", type=Path, default=DEFAULT_PROFILE_SCRIPT,
@@ -140,7 +147,8 @@ def setup_command(args: argparse.Namespace) -> Classroom:
                      hub_state=str(args.hub_state.resolve()) if args.hub_state else "",
                      bind_url=_bind_url(args.address), behind_proxy=args.behind_proxy,
                      hub_port=args.hub_port, proxy_api_port=args.proxy_api_port,
-                     subdomain_host=args.subdomain_host,
+                     subdomain_host=args.subdomain_host or default_subdomain_host(
+                         _bind_url(args.address), args.behind_proxy, str(args.ssl_cert or ""), args.one_origin),
                      ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
                      ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
                      profile_script=str(args.profile_script))

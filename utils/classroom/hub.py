@@ -10,9 +10,23 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from utils.classroom.owned import folder, private_file, root_file, secret_file
-from utils.classroom.room import Classroom, ToolError
+from utils.classroom.room import LOCAL_ORIGINS, Classroom, ToolError
 
 HUB_CONFIG_EXAMPLE = Path(__file__).with_name("jupyterhub_config.py")
+
+
+def default_subdomain_host(bind_url: str, behind_proxy: bool, ssl_cert: str, one_origin: bool) -> str:
+    """The origin per user a class gets where none is given: on loopback (and not served through a
+    reverse proxy or with TLS, whose names need wildcard DNS), http://class.localhost:PORT, whose
+    subdomains every browser resolves to this machine. "" (one origin) with --one-origin."""
+    url = urlsplit(bind_url)
+    if one_origin or behind_proxy or ssl_cert or not url.hostname:
+        return ""
+    try:
+        loopback = ipaddress.ip_address(url.hostname).is_loopback
+    except ValueError:
+        loopback = url.hostname == "localhost"
+    return f"http://{LOCAL_ORIGINS}:{url.port or 80}" if loopback else ""
 
 
 def check_bind(room: Classroom) -> None:

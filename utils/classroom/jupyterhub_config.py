@@ -52,6 +52,46 @@ with open(os.path.join(_state, "proxy_token")) as _f:
     c.ConfigurableHTTPProxy.auth_token = _f.read().strip()
 c.ConfigurableHTTPProxy.pid_file = os.path.join(_state, "jupyterhub-proxy.pid")
 
+
+def _checked_proxy_class():
+    """JupyterHub's proxy, where a proxy left running by an earlier hub is stopped only when the
+    process now at the PID its pid file holds is that proxy: running configurable-http-proxy and
+    started no later than the file was written. JupyterHub's own signals whatever process has the
+    number (as root), and after a reboot or a crash PIDs come round to others' processes."""
+    import psutil
+    from jupyterhub.proxy import ConfigurableHTTPProxy
+
+    class CheckedPidProxy(ConfigurableHTTPProxy):
+        def _check_previous_process(self):
+            if not self.pid_file or not os.path.exists(self.pid_file):
+                return
+            try:
+                written = os.stat(self.pid_file).st_mtime
+                with open(self.pid_file) as f:
+                    proc = psutil.Process(int(f.read().strip()))
+                ours = proc.create_time() <= written + 1 and any("configurable-http-proxy" in a for a in proc.cmdline())
+            except (OSError, ValueError, psutil.Error):
+                proc, ours = None, False
+            if ours:
+                self.log.warning("Stopping the proxy an earlier hub left running (pid %s)", proc.pid)
+                for stop in (proc.terminate, proc.kill):   # psutil's: never a later process with its PID
+                    try:
+                        stop()
+                        proc.wait(3)
+                        break
+                    except psutil.TimeoutExpired:
+                        continue
+                    except psutil.Error:
+                        break
+            elif proc is not None:
+                self.log.warning("The proxy pid file names pid %s, which is not the proxy now; left alone", proc.pid)
+            self._remove_process_files()
+
+    return CheckedPidProxy
+
+
+c.JupyterHub.proxy_class = _checked_proxy_class()
+
 # Where the hub listens: loopback (default, a privileged port), or an address the setup accepted only with TLS.
 # Behind a reverse proxy with TLS on this server (setup --behind-proxy) it stays on loopback.
 c.JupyterHub.bind_url = _class.get("bind_url") or "http://127.0.0.1:880"

@@ -27,6 +27,11 @@ DEFAULT_EXCHANGE = Path("/usr/local/share/nbgrader/exchange")   # nbgrader 0.9.6
 # carries passwords), the hub's own port (the proxy forwards logins to it) and the proxy's API
 # (the hub sends it the proxy's token).
 DEFAULT_BIND_URL = "http://127.0.0.1:880"
+# A class on loopback gets an origin per user by default: the hub at http://class.localhost:PORT,
+# each user's server at http://NAME.class.localhost:PORT (browsers resolve every *.localhost name
+# to this machine, so no DNS is needed), and a page of a student's server cannot read the
+# instructor's with his cookies. setup --one-origin opts out.
+LOCAL_ORIGINS = "class.localhost"
 DEFAULT_HUB_PORT, DEFAULT_PROXY_API_PORT = 881, 882
 # Each user's Jupyter runtime folder (connection files and kernel sockets): PREFIX/run/UID, the
 # user's own, 0700.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import pwd
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from utils.classroom.course_folder import close_checkout, course_directory
 from utils.classroom.disk import quota_todo
@@ -79,9 +80,13 @@ def _hub_todo(room: Classroom, hub: Path) -> list[str]:
                     "https://HOST (wildcard DNS *.HOST and a wildcard certificate) for an origin per user, or never "
                     "open a link into a student's server in that browser (docs/instructors.md, threat model)")
     elif not room.subdomain_host:
-        todo.append("every user's server shares the hub's origin (one host, paths /user/NAME/): a student's page "
-                    "opened by the instructor shares the instructor's browser origin; give --subdomain-host with "
-                    "wildcard DNS and TLS for an origin per user (docs/instructors.md, threat model)")
+        todo.append("every user's server shares the hub's origin (one host, paths /user/NAME/, --one-origin): a "
+                    "student's page opened by the instructor shares the instructor's browser origin; leave out "
+                    "--one-origin for an origin per user (docs/threat-model-doors.md)")
+    elif urlsplit(room.subdomain_host).hostname.endswith(".localhost"):
+        todo.append(f"each user's server has an origin of its own, {room.subdomain_host.replace('://', '://NAME.')}/: "
+                    "browsers resolve *.localhost to the machine they run on, so open the class in a browser on this "
+                    "server, or through ssh -L with the same port number on the laptop")
     if room.behind_proxy:
         todo.append(f"serve the hub through the reverse proxy with TLS on this server, to {room.bind_url} "
                     "(docs/instructors.md shows nginx's configuration)")

@@ -38,5 +38,6 @@ authoring check, the demo and the formgrader all grade through the same steps (s
   HTML       safe_html.py                       student Markdown and outputs sanitised wherever
                                                 nbconvert renders a submission (feedback, formgrader)
 
-observations.py holds the judging itself (collect, judge), base.py what the steps share.
+observations.py holds the judging itself (collect, judge), base.py what the steps share, images.py
+the pixel cap and re-encoding of the images WellFormed and KernelFields keep.
 """

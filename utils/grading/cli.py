@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from utils.errors import ToolError
+from utils.escaping import escaped
 from utils.lessons import REPO
 from utils.grading.grade_course import grade
 
@@ -42,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
                                 show_hidden_tests=args.show_hidden_tests, db_url=args.db_url,
                                 scheduler=args.scheduler)
     except ToolError as err:
-        print(f"grade failed: {err}", file=sys.stderr)
+        print(escaped(f"grade failed: {err}", keep_newlines=True), file=sys.stderr)
         return 1
     print(table)
     for p in problems:
-        print(f"FAIL {p}")
+        print(escaped(f"FAIL {p}"))
     return 1 if problems else 0

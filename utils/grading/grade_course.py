@@ -125,6 +125,7 @@ def grade(root: Path = REPO, names: list[str] | None = None, **options) -> tuple
                  if n.startswith("WARNING")]
     problems += run.failures
     if run.logs:
-        (Path(root) / "autograde.log").write_text("\n\n".join(f"===== {k}\n{v}" for k, v in run.logs.items()))
+        (Path(root) / "autograde.log").write_text("\n\n".join(f"===== {escaped(k)}\n{escaped(v, keep_newlines=True)}"
+                                                          for k, v in run.logs.items()))
     settings = course_settings(root, options.get("db_url"))
     return score_table(read_scores_url(settings.db_url, settings.course_id, run.lessons)), problems

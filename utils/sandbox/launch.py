@@ -58,7 +58,7 @@ class Copier:
             rel = os.path.relpath(entry.path, self.src)
             try:
                 if entry.is_symlink():
-                    self.left.append(rel + " (a link)")
+                    self.left.append(repr(rel) + " (a link)")
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     if depth < 8:
@@ -67,14 +67,14 @@ class Copier:
                     continue
                 st = entry.stat(follow_symlinks=False)
                 if not stat.S_ISREG(st.st_mode):
-                    self.left.append(rel + " (not a regular file)")
+                    self.left.append(repr(rel) + " (not a regular file)")
                     continue
                 if st.st_size > min(self.copy_limit, self.budget):
-                    self.left.append(rel + " (%d bytes)" % st.st_size)
+                    self.left.append(repr(rel) + " (%d bytes)" % st.st_size)
                     continue
                 self.file(entry.path, os.path.join(dest, entry.name))
             except OSError as err:   # unreadable, or the work folder is full: the kernel starts anyway
-                self.left.append(rel + " (%s)" % err.strerror)
+                self.left.append(repr(rel) + " (%s)" % err.strerror)
 
 
 def set_limits(memory: int, processes: int) -> None:

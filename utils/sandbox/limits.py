@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import time
 from pathlib import Path
+
+from utils.signals import kill_cgroup
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PERIOD_US = 100_000
@@ -166,11 +167,7 @@ def remove_cgroup(group: Path | None) -> None:
         return
     for _ in range(50):
         try:
-            for pid in (group / "cgroup.procs").read_text().split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except OSError:
-                    pass
+            kill_cgroup(group)   # by cgroup.kill or pidfds, never by a PID read from cgroup.procs alone
             group.rmdir()
             return
         except OSError:

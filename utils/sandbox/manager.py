@@ -42,6 +42,7 @@ from utils.sandbox.limits import in_cgroups, kernel_limits, remove_cgroup
 from utils.sandbox.mounts import KERNEL_TMP, RUN, give_to, mounts, new_rundir
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
 from utils.sandbox.processes import forward_output, kernel_process, sandbox_pid
+from utils.signals import signal_process
 from utils.sandbox.seccomp import filter_in_words, program_fd
 from utils.sandbox.seccomp import unavailable as seccomp_unavailable
 from utils.sandbox.sockets import SafeSockets
@@ -124,17 +125,22 @@ class _SandboxLifecycle(SafeSockets, SandboxSettings, AsyncKernelManager):
     async def _async_signal_kernel(self, signum: int) -> None:
         """SIGINT goes to the kernel inside the sandbox: bwrap itself would end on it."""
         if self.enabled and signum == signal.SIGINT:
-            pid = self.kernel_pid()
-            if pid is not None:
-                os.kill(pid, signum)
+            proc = self.kernel_process()
+            if proc is not None:
+                signal_process(proc, signum)   # by pidfd, checked to be the process found
             return
         await super()._async_signal_kernel(signum)
 
     signal_kernel = _async_signal_kernel
 
-    def kernel_pid(self) -> int | None:
-        """The kernel's process (as the grader sees it): the first descendant of bwrap that is not bwrap."""
+    def kernel_process(self):
+        """The kernel's process (as the grader sees it, a psutil.Process): the first descendant of
+        bwrap that is not bwrap."""
         return kernel_process(getattr(self.provisioner, "pid", None) if self.provisioner is not None else None)
+
+    def kernel_pid(self) -> int | None:
+        proc = self.kernel_process()
+        return proc.pid if proc is not None else None
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

@@ -5,11 +5,13 @@ grader's stderr marked and limited (`forward_output`).
 
 from __future__ import annotations
 
+import codecs
 import sys
 import time
 
 import psutil
 
+from utils.escaping import escaped
 from utils.sandbox.errors import SandboxError
 
 KERNEL_LINE = "sandboxed kernel | "
@@ -23,9 +25,10 @@ def children(pid: int, recursive: bool = False) -> list[psutil.Process]:
         return []
 
 
-def kernel_process(bwrap_pid: int | None) -> int | None:
-    """The kernel's process (as the grader sees it): the first descendant of bwrap that is not bwrap."""
-    found = [c.pid for c in children(bwrap_pid, recursive=True) if c.name() != "bwrap"] if bwrap_pid else []
+def kernel_process(bwrap_pid: int | None) -> psutil.Process | None:
+    """The kernel's process (as the grader sees it): the first descendant of bwrap that is not
+    bwrap, as psutil found it (its PID and start time: signal it with utils.signals)."""
+    found = [c for c in children(bwrap_pid, recursive=True) if c.name() != "bwrap"] if bwrap_pid else []
     return found[0] if found else None
 
 
@@ -57,13 +60,15 @@ def sandbox_pid(bwrap_pid: int, process=None) -> int:
 
 def forward_output(pipe, limit: int) -> None:
     """Copy the kernel's own stdout and stderr (not its cells' output) to the grader's stderr, up to
-    `limit` bytes, every line marked as the kernel's (it cannot pass for a line of the grader's log),
+    `limit` bytes, every line marked as the kernel's and escaped (utils/escaping.py: a carriage
+    return or an escape sequence cannot erase the mark or pass for a line of the grader's log),
     and read the rest to its end so that the kernel never blocks on a full pipe."""
     line_start = True
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")   # a character split between reads
     with pipe:
         for chunk in iter(lambda: pipe.read1(65536), b""):
             if limit > 0:
-                text = chunk[:limit].decode(errors="replace")
+                text = escaped(decoder.decode(chunk[:limit]), keep_newlines=True)
                 marked = (KERNEL_LINE if line_start else "") + text.replace("\n", "\n" + KERNEL_LINE)
                 if text.endswith("\n"):
                     marked = marked[:-len(KERNEL_LINE)]

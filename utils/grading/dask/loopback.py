@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -40,7 +39,7 @@ class LoopbackCluster:
             children = psutil.Process(proc.pid).children(recursive=True)
         except psutil.Error:
             children = []
-        os.kill(proc.pid, signal.SIGKILL)
+        proc.kill()   # Popen's: never signals once the process is reaped
         proc.wait()
         for child in children:
             try:

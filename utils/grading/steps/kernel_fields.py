@@ -7,7 +7,8 @@ feedback made from it:
   - the timing metadata nbclient copies from the kernel's message headers (metadata.execution) is
     dropped, and so is any cell metadata but nbgrader's, tags, editable and deletable;
   - every output is rebuilt from its well-typed parts: a stream's name (stdout or stderr) and text,
-    a display's MIME bundle (the display and output metadata and `transient` dropped), an error's
+    a display's MIME bundle (the display and output metadata and `transient` dropped; a PNG, JPEG
+    or GIF decoded under a pixel cap and written again, steps/images.py, or left out), an error's
     type, one-line value and a traceback of that one line;
   - the notebook's language_info (the kernel's kernel_info reply) becomes the grader's, and any
     widget state is dropped.
@@ -24,9 +25,11 @@ import sys
 from nbformat.notebooknode import NotebookNode, from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from utils.grading.steps.images import SIGNATURES as IMAGES, reencoded_b64
 from utils.grading.steps.verdicts import one_line
 
 CELL_META = ("nbgrader", "tags", "editable", "deletable")
+MAX_OUTPUT_IMAGE = 4 << 20   # bytes of one image a cell displays
 _MIME = re.compile(r"[a-z]+/[A-Za-z0-9.+_-]{1,100}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,80}")
 LANGUAGE_INFO = {"name": "python", "version": "{}.{}.{}".format(*sys.version_info[:3]),
@@ -50,14 +53,22 @@ def rebuilt_output(out, execution_count: int | None) -> NotebookNode | None:
         return from_dict({"output_type": "stream", "name": name, "text": _text(out.get("text"))})
     if kind in ("display_data", "execute_result"):
         data = out.get("data") if isinstance(out.get("data"), dict) else {}
-        bundle = {}
+        bundle, left_out = {}, None
         for mime, value in data.items():
             if not (isinstance(mime, str) and _MIME.fullmatch(mime)):
                 continue
-            if isinstance(value, (list, str)) and not mime.endswith("json"):
+            if mime in IMAGES:
+                image = reencoded_b64(mime, value, MAX_OUTPUT_IMAGE)
+                if image is None:
+                    left_out = f"[an image ({mime}) left out: not an image the feedback shows, or too large]"
+                    continue
+                bundle[mime] = image
+            elif isinstance(value, (list, str)) and not mime.endswith("json"):
                 bundle[mime] = _text(value)
             elif mime.endswith("json"):
                 bundle[mime] = value
+        if left_out and not any(m in bundle for m in IMAGES):
+            bundle["text/plain"] = "\n".join(t for t in (bundle.get("text/plain"), left_out) if t)
         new = {"output_type": kind, "data": bundle, "metadata": {}}
         if kind == "execute_result":
             new["execution_count"] = execution_count

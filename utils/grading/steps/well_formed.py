@@ -7,7 +7,8 @@ cell's nbgrader metadata keeps only its known keys with values of their type (nb
 the graded cells from the gradebook as usual). Outputs are dropped: the grader runs the notebook.
 A Markdown cell keeps its attachments (an image pasted into it) that are images the feedback page
 can show: PNG, JPEG or GIF whose bytes are what they say, at most MAX_ATTACHMENT bytes each and
-MAX_ATTACHMENTS a notebook, re-encoded; SVG (a document that can hold script) and anything else is
+MAX_ATTACHMENTS a notebook, of at most images.MAX_PIXELS pixels, decoded and written again by
+Pillow (steps/images.py); SVG (a document that can hold script) and anything else is
 dropped, and the page shows the image's alt text instead (safe_html.SafeMarkdown rewrites a
 reference to an attachment that is not there; nbconvert would stop the whole page).
 utils.grading.submissions.preflight reads submissions through `well_formed` too.
@@ -15,13 +16,13 @@ utils.grading.submissions.preflight reads submissions through `well_formed` too.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 
 from nbformat.corpus.words import generate_corpus_id as random_cell_id
 from nbformat.notebooknode import NotebookNode, from_dict
 from nbgrader.preprocessors import NbGraderPreprocessor
+
+from utils.grading.steps.images import SIGNATURES as IMAGES, reencoded_b64
 
 CELL_TYPES = ("code", "markdown", "raw")
 NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, "grade_id": str,
@@ -29,7 +30,6 @@ NBGRADER_KEYS = {"grade": bool, "solution": bool, "locked": bool, "task": bool, 
 MAX_TEXT = 2_000_000   # characters of one cell's source kept
 MAX_ATTACHMENT = 1 << 20        # bytes of one image attached to a Markdown cell
 MAX_ATTACHMENTS = 4 << 20       # bytes of all of a notebook's attached images
-IMAGES = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8\xff",), "image/gif": (b"GIF87a", b"GIF89a")}
 
 
 def _text(value) -> str:
@@ -39,19 +39,11 @@ def _text(value) -> str:
 
 
 def _image(mime, data, room: int) -> str | None:
-    """The attachment's data re-encoded when it is an image of a kept type within `room` bytes."""
-    if mime not in IMAGES or not isinstance(data, (str, list)):
+    """The attachment's data decoded and re-encoded when it is an image of a kept type within
+    `room` bytes and the pixel cap."""
+    if mime not in IMAGES:
         return None
-    data = _text(data) if isinstance(data, list) else data
-    if len(data) > (min(room, MAX_ATTACHMENT) * 4) // 3 + 8:
-        return None
-    try:
-        raw = base64.b64decode(data.encode("ascii"))
-    except (binascii.Error, UnicodeEncodeError, ValueError):
-        return None
-    if not raw.startswith(IMAGES[mime]) or len(raw) > min(room, MAX_ATTACHMENT):
-        return None
-    return base64.b64encode(raw).decode("ascii")
+    return reencoded_b64(mime, data, min(room, MAX_ATTACHMENT))
 
 
 def _attachments(given, room: list[int]) -> dict:
