@@ -7,7 +7,7 @@ Lean on purpose: the small synthetic lesson (tests/conftest.py), never a real on
   1. A class of three (the reference answer, the untouched release, a wrong square) graded with
      `--slurm 2`: the scores a local run gives, every submission recorded once, the time to the
      first worker said, and no job of the run left in the queue afterwards.
-  2. Three submissions whose first cell waits a few seconds; one worker's job is cancelled with
+  2. Two submissions whose first cell waits a few seconds; one worker's job is cancelled with
      `scancel` while it grades one: that submission is graded again elsewhere, once, says so,
      and the summary names it; the ended job is replaced; every job is cancelled at the end.
 """
@@ -32,7 +32,8 @@ from utils.scores import read_scores_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-SLOW_SQUARE = "import time\ntime.sleep(6)\n\ndef square(x):\n    return x * x"
+SLOW_SQUARE = "import time\ntime.sleep(5)\n\ndef square(x):\n    return x * x"
+SLOW_WRONG = "import time\ntime.sleep(5)\n\ndef square(x):\n    return x + x"
 FULL = {"square_test": 2.0, "quiz_q1_test": 1.0}
 
 
@@ -79,66 +80,28 @@ def _slurm_args(jobs: int) -> list[str]:
             "--slurm-partition", "debug", "--slurm-host", "127.0.0.1", "--slurm-wait", "120"]
 
 
-@pytest.fixture
-def runners(monkeypatch):
-    """Every SlurmRunner the command starts, as it starts it."""
+@pytest.fixture(scope="module")
+def graded(slurm, tmp_path_factory):
+    """One class graded with `python -m utils.grading --slurm 2`; the job of the first worker seen
+    grading a submission for 3 s is cancelled with scancel meanwhile."""
+    from utils.grading import cli
     from utils.grading.dask.slurm import SlurmRunner
 
-    started = []
-    start = SlurmRunner.start.__func__
+    course = _course(tmp_path_factory.mktemp("slurm") / "course",
+                     {"ann": {"square": SLOW_SQUARE}, "bo": None, "cy": {"square": SLOW_WRONG}})
+    runners, cancelled = [], {}
+    start_runner = SlurmRunner.start.__func__
 
     def keep(cls, *args, **kwargs):
-        runner = start(cls, *args, **kwargs)
-        started.append(runner)
+        runner = start_runner(cls, *args, **kwargs)
+        runners.append(runner)
         return runner
 
-    monkeypatch.setattr(SlurmRunner, "start", classmethod(keep))
-    return started
-
-
-def test_a_class_graded_through_the_slurm_option(slurm, tmp_path, runners, capsys):
-    from utils.grading import cli
-
-    course = _course(tmp_path / "course", {"ann": {}, "bo": None, "cy": {"square": "def square(x):\n    return x + x"}})
-    start = time.perf_counter()
-    rc = cli.main(["--course", str(course), *_slurm_args(2)])
-    seconds = time.perf_counter() - start
-    out = capsys.readouterr().out
-    print(out, f"\ngraded 3 submissions on Slurm in {seconds:.1f} s")
-    scores = _scores(course)
-    assert scores == {**{("ann", c): v for c, v in FULL.items()}, ("bo", "square_test"): 0.0,
-                      ("bo", "quiz_q1_test"): 0.0, ("cy", "square_test"): 0.0, ("cy", "quiz_q1_test"): 1.0}, out
-    assert rc == 0, out
-    (runner,) = runners
-    jobs = runner.jobs
-    assert jobs.released and len(set(jobs.ids.values())) == 2, jobs.ids
-    assert set(runner.recorded.values()) == {1} and len(runner.recorded) == 3
-    with open(course / "grades.csv", newline="") as f:
-        assert sorted(row["student_id"] for row in csv.DictReader(f)) == ["ann", "bo", "cy"]
-    assert "submitted 2 Slurm job(s) of 1 core(s), 1GB, at most 00:10:00 on partition debug" in out
-    assert "first worker joined " in out and jobs.first_worker is not None
-    assert f"cancelled this run's Slurm job(s): {', '.join(sorted(set(jobs.ids.values())))}" in out
-    # released: none of the run's jobs is pending or running any more, and the workers spoke TLS
-    assert not set(jobs.ids.values()) & set(slurm.jobs()), slurm.jobs()
-    assert runner.address.startswith("tls://127.0.0.1:")
-    assert "graded again" not in out
-
-
-def test_a_worker_job_cancelled_mid_submission_is_graded_again_once(slurm, tmp_path, runners, capsys):
-    from utils.grading.grade_course import grade_lessons
-    from utils.grading.dask.slurm import SlurmSpec
-
-    students = ("dee", "eve", "fay")
-    course = _course(tmp_path / "course", {s: {"square": SLOW_SQUARE} for s in students})
-    cancelled: dict[str, str] = {}
-
     def canceller():
-        """scancel the job of the first worker seen grading a submission for 3 s."""
         deadline = time.monotonic() + 300
         while not runners and time.monotonic() < deadline:
             time.sleep(0.2)
-        runner = runners[0]
-        since: dict[str, float] = {}
+        runner, since = runners[0], {}
         while time.monotonic() < deadline:
             try:
                 names = {a: w["name"] for a, w in runner.client.scheduler_info()["workers"].items()}
@@ -147,7 +110,7 @@ def test_a_worker_job_cancelled_mid_submission_is_graded_again_once(slurm, tmp_p
             except Exception:  # noqa: BLE001 - the client is closing
                 return
             for address, keys in busy.items():
-                if keys:
+                if keys and address in names:
                     since.setdefault(address, time.monotonic())
                     if time.monotonic() - since[address] > 3:
                         runner.jobs.track()
@@ -157,34 +120,55 @@ def test_a_worker_job_cancelled_mid_submission_is_graded_again_once(slurm, tmp_p
                         return
             time.sleep(0.3)
 
+    SlurmRunner.start = classmethod(keep)
     thread = threading.Thread(target=canceller, daemon=True)
     thread.start()
     out = io.StringIO()
-    start = time.perf_counter()
-    with contextlib.redirect_stdout(out):
-        run = grade_lessons(course, [SYNTH], slurm=SlurmSpec(jobs=2, memory="1GB", walltime="00:10:00",
-                                                             host="127.0.0.1", wait=120))
-    seconds = time.perf_counter() - start
+    begin = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = cli.main(["--course", str(course), *_slurm_args(2)])
+    finally:
+        SlurmRunner.start = classmethod(start_runner)
+    seconds = time.perf_counter() - begin
     thread.join(timeout=30)
-    text = out.getvalue()
-    print(text, f"\ngraded 3 slow submissions with one job cancelled in {seconds:.1f} s")
+    print(out.getvalue(), f"\ngraded 3 submissions on Slurm, one job cancelled, in {seconds:.1f} s")
+    return {"course": course, "rc": rc, "out": out.getvalue(), "runner": runners[0], "cancelled": cancelled}
 
+
+def test_a_class_graded_through_the_slurm_option(slurm, graded):
+    course, out, runner = graded["course"], graded["out"], graded["runner"]
+    scores = _scores(course)
+    assert scores == {**{("ann", c): v for c, v in FULL.items()}, ("bo", "square_test"): 0.0,
+                      ("bo", "quiz_q1_test"): 0.0, ("cy", "square_test"): 0.0, ("cy", "quiz_q1_test"): 1.0}, out
+    assert graded["rc"] == 0, out
+    jobs = runner.jobs
+    # every submission recorded once, in the gradebook and in grades.csv
+    assert runner.recorded == {(SYNTH, s): 1 for s in ("ann", "bo", "cy")}, runner.recorded
+    with open(course / "grades.csv", newline="") as f:
+        assert sorted(row["student_id"] for row in csv.DictReader(f)) == ["ann", "bo", "cy"]
+    assert "submitted 2 Slurm job(s) of 1 core(s), 1GB, at most 00:10:00 on partition debug" in out
+    assert "first worker joined " in out and jobs.first_worker is not None
+    # released: every job the run submitted (the replacement too) was cancelled, and is gone from the queue
+    assert jobs.released and len(jobs.submitted) == 3, jobs.submitted
+    assert f"cancelled this run's Slurm job(s): {', '.join(sorted(jobs.submitted, key=int))}" in out
+    assert not jobs.submitted & set(slurm.jobs()), slurm.jobs()
+    # scheduler and workers spoke TLS, and the run's keys are gone from the shared disk
+    assert runner.address.startswith("tls://127.0.0.1:")
+    assert not list((course / ".grading-cache" / "slurm").glob(".dask-jobqueue.worker.*"))
+
+
+def test_a_worker_job_cancelled_mid_submission_is_graded_again_once(graded):
+    out, runner, cancelled = graded["out"], graded["runner"], graded["cancelled"]
     assert "job" in cancelled, "no worker was seen grading a submission"
-    victim = next(s for s in students if cancelled["key"].startswith(f"grade-{SYNTH}-{s}-"))
-    (runner,) = runners
-    # every submission graded with full marks, recorded once
-    assert all(o.status == "graded" for o in run.outcomes), [o.line() for o in run.outcomes]
-    assert _scores(course) == {(s, c): v for s in students for c, v in FULL.items()}
-    assert sorted(run.cluster["recorded"]) == [(SYNTH, s) for s in students]
-    assert set(run.cluster["recorded"].values()) == {1}, run.cluster["recorded"]
-    # the cancelled job's submission was graded again, says so, and the summary names it
-    assert run.cluster["retried"] == [f"{SYNTH}/{victim}"], (run.cluster["retried"], text)
-    note = next(o for o in run.outcomes if o.student == victim).notes
-    assert any(cancelled["worker"] in n and "graded again on" in n for n in note), note
-    assert f"graded again after their worker's Slurm job ended: '{SYNTH}/{victim}'" in text or \
-        f"graded again after their worker's Slurm job ended: {SYNTH}/{victim}" in text, text
-    # the ended job was replaced, and every job of the run is gone from the queue
-    slurm_info = run.cluster["slurm"]
-    assert cancelled["job"] in slurm_info["ended"] and slurm_info["replaced"] == 1, slurm_info
-    assert len(set(slurm_info["jobs"].values())) == 3, slurm_info
-    assert not set(slurm_info["jobs"].values()) & set(slurm.jobs()), slurm.jobs()
+    victim = next(s for s in ("ann", "bo", "cy") if cancelled["key"].startswith(f"grade-{SYNTH}-{s}-"))
+    # graded again elsewhere, once (the scores above are those of a run without the cancel)
+    assert runner.retried == [f"{SYNTH}/{victim}"], (runner.retried, out)
+    assert runner.recorded[(SYNTH, victim)] == 1
+    line = next(i for i, text in enumerate(out.splitlines()) if text.startswith(f"{SYNTH}  {victim}:"))
+    note = out.splitlines()[line + 1]
+    assert "was lost" in note and "graded again on SLURMCluster-" in note, note
+    assert f"graded again after their worker's Slurm job ended: '{SYNTH}/{victim}'" in out, out
+    # the ended job was seen to end, and replaced by one new job
+    assert f"Slurm job {cancelled['job']} ({cancelled['worker']}) ended while grading; a new job is submitted" in out
+    assert runner.jobs.replaced == 1 and cancelled["job"] in runner.jobs.ended

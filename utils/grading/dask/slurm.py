@@ -24,6 +24,7 @@ most per job asked for); one whose worker never joined is not (its log is named 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import shlex
 import signal
 import subprocess
@@ -108,8 +109,9 @@ class SlurmJobs:
     spec: SlurmSpec
     say: object
     logs: Path
-    ids: dict[str, str] = field(default_factory=dict)        # worker name -> job id
-    joined: set = field(default_factory=set)                 # worker names whose worker joined
+    ids: dict[str, str] = field(default_factory=dict)        # worker name -> its job id now
+    submitted: set = field(default_factory=set)              # every job id this run submitted
+    joined: set = field(default_factory=set)                 # job ids whose worker joined
     ended: dict[str, str] = field(default_factory=dict)      # job id -> how it ended, as seen
     replaced: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -119,17 +121,19 @@ class SlurmJobs:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def track(self) -> None:
-        """The job ids of the workers now known, and which workers joined the scheduler."""
+        """The job ids of the workers now known (a replacement may take an ended job's worker
+        name), and which jobs' workers joined the scheduler."""
         with self._lock:
             for name, job in list(getattr(self.cluster, "workers", {}).items()):
                 job_id = getattr(job, "job_id", None)
                 if job_id:
                     self.ids[name] = str(job_id)
+                    self.submitted.add(str(job_id))
             try:
                 names = {w.get("name") for w in self.cluster.scheduler_info.get("workers", {}).values()}
             except Exception:  # noqa: BLE001 - a look only
                 names = set()
-            new = {str(n) for n in names if n is not None} - self.joined
+            new = {self.ids[str(n)] for n in names if str(n) in self.ids} - self.joined
             if new and self.first_worker is None:
                 self.first_worker = time.monotonic() - self.started
             self.joined |= new
@@ -152,7 +156,7 @@ class SlurmJobs:
         gone = [(n, i) for n, i in live.items() if i not in states]
         for name, job_id in gone:
             self.ended[job_id] = "ended"
-            if name not in self.joined:
+            if job_id not in self.joined:
                 self.say(f"Slurm job {job_id} ended before its worker joined: see {self.logs}/*-{job_id}.err; "
                          f"not replaced")
                 continue
@@ -186,7 +190,10 @@ class SlurmJobs:
             self.cluster.close(timeout=15)
         except Exception:  # noqa: BLE001 - scancel below whatever the cluster did
             pass
-        _scancel(sorted(set(self.ids.values())))
+        _scancel(sorted(self.submitted, key=int))
+        for name in ("_job_ca_file", "_job_cert", "_job_key"):   # the run's TLS keys, off the shared disk now
+            with contextlib.suppress(OSError, AttributeError):
+                getattr(self.cluster, name).close()
 
 
 def _release_on_signals(jobs: SlurmJobs):
@@ -320,12 +327,12 @@ class SlurmRunner(DaskRunner):
             super().close(grading, completed)
             jobs = self.jobs
             jobs.track()
-            grading.run.cluster["slurm"] = {"jobs": dict(jobs.ids), "ended": dict(jobs.ended),
+            grading.run.cluster["slurm"] = {"jobs": sorted(jobs.submitted, key=int), "ended": dict(jobs.ended),
                                             "replaced": jobs.replaced, "first_worker_seconds": jobs.first_worker}
         finally:
             self.jobs.release()
             _restore(self.restore or {})
-            grading.say(f"cancelled this run's Slurm job(s): {', '.join(sorted(set(self.jobs.ids.values()))) or 'none'}")
+            grading.say(f"cancelled this run's Slurm job(s): {', '.join(sorted(self.jobs.submitted, key=int)) or 'none'}")
 
 
 def _restore(old: dict) -> None:
