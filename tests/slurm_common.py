@@ -126,10 +126,10 @@ def _conf(base: Path, host: str, ports: list[int], cpus: int, memory_mb: int, mu
 
 
 @contextlib.contextmanager
-def one_node_slurm():
+def one_node_slurm(cpus: int | None = None):
     """munged, slurmctld and slurmd in the foreground (their own processes, killed at the end by
-    their ids), with this machine as the one node of partition `debug`. Jobs still known at the
-    end are cancelled first."""
+    their ids), with this machine as the one node of partition `debug` (offering `cpus` CPUs:
+    default, those it has). Jobs still known at the end are cancelled first."""
     base = Path(tempfile.mkdtemp(prefix="course-slurm-", dir="/tmp"))
     base.chmod(0o755)
     for d in ("state", "spool", "log"):
@@ -140,7 +140,7 @@ def one_node_slurm():
     key.chmod(0o400)
     munge_socket = base / "munge" / "munge.socket"
     host = socket.gethostname().split(".")[0]
-    cpus = os.cpu_count() or 1
+    cpus = cpus or os.cpu_count() or 1
     memory_mb = max(1024, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20 // 2)
     conf = base / "slurm.conf"
     conf.write_text(_conf(base, host, _free_ports(2), cpus, memory_mb, munge_socket))
