@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
     slurm.add_argument("--slurm-host", default=None,
                        help="the scheduler's address as the compute nodes reach this machine (default: Dask's choice)")
     slurm.add_argument("--slurm-directive", action="append", default=[], metavar="OPTION",
-                       help="another sbatch option for each job, e.g. --constraint=avx2 (repeatable)")
+                       help="another sbatch option for each job, given with =: --slurm-directive=--constraint=avx2 (repeatable)")
     slurm.add_argument("--slurm-wait", type=float, default=600.0, metavar="S",
                        help="seconds to wait for the first worker, its job queued (default 600)")
     return p
