@@ -113,7 +113,8 @@ def test_the_hub_spawns_slurm_jobs_where_the_record_says(tmp_path, monkeypatch):
     c = _hub_config(tmp_path / "slurm", monkeypatch,
                     slurm={"partition": "gpu", "memory": "8G", "time": "02:00:00", "gres": "gpu:1"})
     assert c.JupyterHub.spawner_class == "batchspawner.SlurmSpawner"
-    assert c.Spawner.cmd == ["/opt/c/env/bin/jupyterhub-singleuser"]
+    assert c.Spawner.cmd == ["/opt/c/env/bin/jupyterhub-singleuser"]   # batchspawner puts its wrapper before it
+    assert c.BatchSpawnerBase.batchspawner_singleuser_cmd == "/opt/c/env/bin/batchspawner-singleuser"
     assert c.BatchSpawnerBase.exec_prefix.endswith("runuser -u {username} --")
     assert (c.BatchSpawnerBase.req_partition, c.BatchSpawnerBase.req_memory, c.BatchSpawnerBase.req_runtime,
             c.SlurmSpawner.req_gres) == ("gpu", "8G", "02:00:00", "gpu:1")

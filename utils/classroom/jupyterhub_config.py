@@ -79,9 +79,9 @@ if _slurm:
     import shutil as _shutil
 
     c.JupyterHub.spawner_class = "batchspawner.SlurmSpawner"
-    # batchspawner runs it through its own batchspawner-singleuser (found on PATH: the environment's
-    # bin/), which tells the hub the port the server takes
+    # batchspawner runs it through its batchspawner-singleuser, which tells the hub the port it takes
     c.Spawner.cmd = [os.path.join(_bin, "jupyterhub-singleuser")]
+    c.BatchSpawnerBase.batchspawner_singleuser_cmd = os.path.join(_bin, "batchspawner-singleuser")
     c.BatchSpawnerBase.exec_prefix = (_shutil.which("runuser") or "/usr/sbin/runuser") + " -u {username} --"
     c.BatchSpawnerBase.req_partition = _slurm["partition"]
     c.BatchSpawnerBase.req_memory = _slurm.get("memory") or ""
