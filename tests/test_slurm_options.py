@@ -19,10 +19,11 @@ from utils.lessons import REPO
 def test_the_slurm_options_become_a_spec_and_exclude_a_scheduler(capsys):
     pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed (requirements-instructor.txt)")
     from utils.grading import cli
+    from utils.grading.dask.slurm import SlurmSpec
 
     args = cli.parser().parse_args(["--slurm", "3", "--slurm-cores", "2", "--slurm-memory", "8GB", "--slurm-partition",
                                     "gpu", "--slurm-gres", "gpu:1", "--slurm-directive=--constraint=a100"])
-    spec = cli.slurm_spec(args)
+    spec = SlurmSpec(**cli.slurm_spec(args))
     assert (spec.jobs, spec.cores, spec.memory, spec.partition, spec.gres) == (3, 2, "8GB", "gpu", "gpu:1")
     assert spec.directives() == ["--gres=gpu:1", "--constraint=a100"] and spec.problem() is None
     assert cli.slurm_spec(cli.parser().parse_args([])) is None

@@ -52,13 +52,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def slurm_spec(args: argparse.Namespace):
-    """The --slurm options as a SlurmSpec; None without --slurm."""
+def slurm_spec(args: argparse.Namespace) -> dict | None:
+    """The --slurm options (utils.grading.dask.slurm.SlurmSpec's fields); None without --slurm."""
     if args.slurm is None:
         return None
-    from utils.grading.dask.slurm import SlurmSpec
-
-    return SlurmSpec(jobs=args.slurm, cores=args.slurm_cores, memory=args.slurm_memory, walltime=args.slurm_walltime,
+    return dict(jobs=args.slurm, cores=args.slurm_cores, memory=args.slurm_memory, walltime=args.slurm_walltime,
                      partition=args.slurm_partition, account=args.slurm_account, gres=args.slurm_gres,
                      host=args.slurm_host, extra=list(args.slurm_directive), wait=args.slurm_wait)
 

@@ -81,13 +81,14 @@ def _dask_runner(address: str, grading: Grading) -> Runner:
 
 
 def _slurm_runner(spec, grading: Grading) -> Runner:
-    """The runner on Dask workers that are this run's own Slurm jobs (utils/grading/dask/slurm.py)."""
+    """The runner on Dask workers that are this run's own Slurm jobs (utils/grading/dask/slurm.py);
+    `spec` a SlurmSpec or its fields."""
     try:
-        from utils.grading.dask.slurm import slurm_runner
+        from utils.grading.dask.slurm import SlurmSpec, slurm_runner
     except ImportError as err:
         raise ToolError(f"grading on Slurm needs Dask and dask-jobqueue, which this environment lacks ({err}): "
                         "pip install -r requirements-instructor.txt") from err
-    return slurm_runner(spec, grading)
+    return slurm_runner(spec if isinstance(spec, SlurmSpec) else SlurmSpec(**spec), grading)
 
 
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
@@ -96,7 +97,7 @@ def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers:
                   feedback: bool = True, export: bool = True, quiet: bool = False,
                   scheduler: str | None = None, slurm=None) -> GradeRun:
     """Grade every submission of the named lessons (all when none); see the module doc. `slurm`
-    (a utils.grading.dask.slurm.SlurmSpec): grade on Dask workers submitted as Slurm jobs."""
+    (a utils.grading.dask.slurm.SlurmSpec or its fields): grade on Dask workers submitted as Slurm jobs."""
     root = Path(root).resolve()
     settings = course_settings(root, db_url)
     address = None if slurm is not None else scheduler_address(scheduler)   # None: local workers
