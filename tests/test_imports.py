@@ -14,7 +14,7 @@ from utils.lessons import REPO
 LAZY = {"utils.bench.gpu_check": "it runs in a bare Python that may lack torch, nbformat or nbclient, and names "
                                  "what is missing before importing course modules that need them",
         "utils.bench.timing_path": "utils.bench.gpu_check imports it at its top, in that bare Python: the same reason",
-        "utils.grading.grade_course": "the Dask runner (distributed) only when a scheduler is named: the class server's "
+        "utils.grading.grade_course": "the Dask runner (distributed, dask-jobqueue) only when a scheduler or --slurm is named: the class server's "
                              "environment (requirements-classroom.txt) grades locally without Dask"}
 
 

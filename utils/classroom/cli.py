@@ -115,6 +115,15 @@ def _setup_options(s: argparse.ArgumentParser) -> None:
                         "by the instructor could then read his pages (docs/threat-model-doors.md)")
     s.add_argument("--behind-proxy", action="store_true",
                    help="a reverse proxy with TLS on this server serves the hub, which stays on loopback")
+    slurm = s.add_argument_group("each user's server as a Slurm job (docs/cluster.md)")
+    slurm.add_argument("--slurm-partition", default=None,
+                       help="spawn every user's server as a Slurm job on this partition (batchspawner's SlurmSpawner)")
+    slurm.add_argument("--slurm-memory", default="4G", help="memory per server job (default 4G)")
+    slurm.add_argument("--slurm-time", default="04:00:00", help="time limit per server job (default 04:00:00)")
+    slurm.add_argument("--slurm-gres", default="", help="generic resources per server job, e.g. gpu:1 on a GPU partition")
+    slurm.add_argument("--shared-dir", type=Path, default=None,
+                       help="the cluster's shared file system, mounted at the same path on every node: the exchange "
+                            "defaults to DIR/exchange and --create-users makes homes under DIR/home")
     s.add_argument("--profile-script", type=Path, default=DEFAULT_PROFILE_SCRIPT,
                    help=f"the login-shell script putting the environment on PATH (default {DEFAULT_PROFILE_SCRIPT})")
 
@@ -138,10 +147,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def setup_command(args: argparse.Namespace) -> Classroom:
     """`setup`: the class its options describe, set up (or checked and repaired)."""
     python = args.python or Path(sys.executable)
+    shared = args.shared_dir.resolve() if args.shared_dir else None
+    exchange = args.exchange if shared is None or args.exchange != DEFAULT_EXCHANGE else shared / "exchange"
+    slurm = {"partition": args.slurm_partition, "memory": args.slurm_memory, "time": args.slurm_time,
+             "gres": args.slurm_gres} if args.slurm_partition else {}
     if args.python is None and runnable_by_everyone(python):
         python = Path("/usr/bin/python3")
     room = Classroom(args.instructor, read_students(args.students), prefix=str(args.prefix.resolve()),
-                     env=str(args.env.resolve()) if args.env else "", exchange=str(args.exchange.resolve()),
+                     env=str(args.env.resolve()) if args.env else "", exchange=str(exchange.resolve()),
                      course_dir=str(args.course_dir.resolve()) if args.course_dir else "",
                      course_id=args.course_id,
                      hub_state=str(args.hub_state.resolve()) if args.hub_state else "",
@@ -151,8 +164,8 @@ def setup_command(args: argparse.Namespace) -> Classroom:
                          _bind_url(args.address), args.behind_proxy, str(args.ssl_cert or ""), args.one_origin),
                      ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
                      ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
-                     profile_script=str(args.profile_script))
-    return setup(room, python, args.create_users)
+                     profile_script=str(args.profile_script), slurm=slurm)
+    return setup(room, python, args.create_users, shared / "home" if shared else None)
 
 
 def main(argv: list[str] | None = None) -> int:

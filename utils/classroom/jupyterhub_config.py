@@ -108,3 +108,26 @@ if _class.get("subdomain_host"):
 if _class.get("ssl_cert"):
     c.JupyterHub.ssl_cert = _class["ssl_cert"]
     c.JupyterHub.ssl_key = _class["ssl_key"]
+
+# Each user's server as a Slurm job, where the setup was given --slurm-partition (docs/cluster.md):
+# batchspawner's SlurmSpawner submits it as the user (sbatch through runuser, the hub being root),
+# with the partition, memory, time limit and generic resources of the record, and the same
+# command, environment and runtime folder as a local server. Homes, the exchange, the environment
+# and PREFIX/run must be mounted at the same paths on the compute nodes.
+_slurm = _class.get("slurm") or {}
+if _slurm:
+    import shutil as _shutil
+
+    c.JupyterHub.spawner_class = "batchspawner.SlurmSpawner"
+    # batchspawner runs it through its batchspawner-singleuser, which tells the hub the port it takes
+    c.Spawner.cmd = [os.path.join(_bin, "jupyterhub-singleuser")]
+    c.BatchSpawnerBase.batchspawner_singleuser_cmd = os.path.join(_bin, "batchspawner-singleuser")
+    c.BatchSpawnerBase.exec_prefix = (_shutil.which("runuser") or "/usr/sbin/runuser") + " -u {username} --"
+    c.BatchSpawnerBase.req_partition = _slurm["partition"]
+    c.BatchSpawnerBase.req_memory = _slurm.get("memory") or ""
+    c.BatchSpawnerBase.req_runtime = _slurm.get("time") or ""
+    c.SlurmSpawner.req_gres = _slurm.get("gres") or ""
+    # the Slurm commands read SLURM_CONF where the site sets it in the hub's environment
+    c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "JUPYTERHUB_SINGLEUSER_APP", "SLURM_CONF"]
+    # a job may wait in the queue before its server starts
+    c.Spawner.start_timeout = 600

@@ -60,6 +60,9 @@ class Classroom:
     behind_proxy: bool = False
     subdomain_host: str = ""          # each user's server on an origin of its own (wildcard DNS and TLS)
     profile_script: str = str(DEFAULT_PROFILE_SCRIPT)
+    # each user's server as a Slurm job (batchspawner's SlurmSpawner; docs/cluster.md): partition,
+    # memory, time, gres; empty: a local process on this server
+    slurm: dict = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)     # what this run changed
     todo: list[str] = field(default_factory=list)        # left to the administrator
 

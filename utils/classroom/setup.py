@@ -62,7 +62,7 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     hub_state(room)
     hub = hub_files(room)
     quota_todo(room)
-    room.todo[:0] = [*_hub_todo(room, hub),
+    room.todo[:0] = [*_hub_todo(room, hub), *_slurm_todo(room),
                      f"back up {room.course_dir} (source/ and the gradebook hold the answers and the grades) and "
                      f"the exchange {room.exchange}",
                      f"release, collect and grade as {room.instructor}, in {room.course_dir}: see docs/instructors.md"]
@@ -94,6 +94,17 @@ def _hub_todo(room: Classroom, hub: Path) -> list[str]:
         todo.append(f"the hub listens on {room.bind_url} (this server alone): to open it to the class, rerun with "
                     "--address HOST:PORT --ssl-cert FILE --ssl-key FILE, or --behind-proxy and a reverse proxy with TLS")
     return todo
+
+
+def _slurm_todo(room: Classroom) -> list[str]:
+    """Where every user's server is a Slurm job: what every compute node must share with this server."""
+    if not room.slurm:
+        return []
+    gres = f", --gres={room.slurm['gres']}" if room.slurm.get("gres") else ""
+    return [f"each user's server is a Slurm job (partition {room.slurm['partition']}, {room.slurm['memory']}, "
+            f"{room.slurm['time']}{gres}), started on this server's hub: the compute nodes must mount the homes, "
+            f"{room.exchange}, {room.env} and {room.run_dir} at the same paths (docs/cluster.md), and the hub's "
+            f"API stays on loopback, so the servers' jobs must run on this node (a multi-node partition is untested)"]
 
 
 def add_student(prefix: Path, names: list[str], create_users: bool = False) -> Classroom:

@@ -80,23 +80,36 @@ def _dask_runner(address: str, grading: Grading) -> Runner:
     return DaskRunner.connect(address, grading.say)
 
 
+def _slurm_runner(spec, grading: Grading) -> Runner:
+    """The runner on Dask workers that are this run's own Slurm jobs (utils/grading/dask/slurm.py);
+    `spec` a SlurmSpec or its fields."""
+    try:
+        from utils.grading.dask.slurm import SlurmSpec, slurm_runner
+    except ImportError as err:
+        raise ToolError(f"grading on Slurm needs Dask and dask-jobqueue, which this environment lacks ({err}): "
+                        "pip install -r requirements-instructor.txt") from err
+    return slurm_runner(spec if isinstance(spec, SlurmSpec) else SlurmSpec(**spec), grading)
+
+
 def grade_lessons(root: Path = REPO, names: list[str] | None = None, *, workers: int | None = None,
                   cell_timeout: float | None = None, show_hidden_tests: bool = False,
                   db_url: str | None = None, watchdog: float = DEFAULT_WATCHDOG,
                   feedback: bool = True, export: bool = True, quiet: bool = False,
-                  scheduler: str | None = None) -> GradeRun:
-    """Grade every submission of the named lessons (all when none); see the module doc."""
+                  scheduler: str | None = None, slurm=None) -> GradeRun:
+    """Grade every submission of the named lessons (all when none); see the module doc. `slurm`
+    (a utils.grading.dask.slurm.SlurmSpec or its fields): grade on Dask workers submitted as Slurm jobs."""
     root = Path(root).resolve()
     settings = course_settings(root, db_url)
-    address = scheduler_address(scheduler)   # None: local workers
-    if address is None:
+    address = None if slurm is not None else scheduler_address(scheduler)   # None: local workers
+    if address is None and slurm is None:
         require_sandbox(settings)            # on a cluster each worker checks its own
     options = Options.of(cell_timeout, watchdog=watchdog, feedback=feedback, show_hidden_tests=show_hidden_tests)
     grading = Grading(root, settings, options, (lambda *a: None) if quiet else print)
     start = time.perf_counter()
     known = lesson_ids(root)
     names = resolve_lessons(names or [], root)
-    runner = _dask_runner(address, grading) if address is not None else LocalRunner(workers or os.cpu_count() or 1)
+    runner = (_slurm_runner(slurm, grading) if slurm is not None else _dask_runner(address, grading)
+              if address is not None else LocalRunner(workers or os.cpu_count() or 1))
     if export:   # an export left by an earlier run must not pass for this one's, should it stop early
         stale = root / "grades.csv"
         if stale.is_file() or stale.is_symlink():   # anything else there makes the export fail, and says so

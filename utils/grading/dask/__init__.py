@@ -41,4 +41,5 @@ with the scheduler's dashboard link; the run ends with each worker's share.
     tasks.py         the tasks, run on the workers (reference key, reference run, one submission)
     cluster_runner.py  the grader's side (DaskRunner): connect, check, prepare, send, yield results
     loopback.py      a real cluster on this machine's loopback (tests, benchmarks, a rehearsal)
+    slurm.py         --slurm: the workers as this run's own Slurm jobs (dask-jobqueue), cancelled at the end
 """
