@@ -4,9 +4,7 @@ needs, a bounded log of what a process prints, and a process tree killed whole (
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,34 +34,23 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
              env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> NbgraderRun:
     """Run one nbgrader command in course directory `cwd`: the only way the tools run nbgrader.
 
+    It runs in a child of a long-lived nbgrader process (utils/nbgrader_worker.py: nbgrader's
+    imports paid once, a fresh process state per command), as `python -m nbgrader` would.
     check: raise ToolError when it fails. timeout: kill the whole process tree (kernels included)
     after that many seconds. cpus: the cores it (and the kernels it starts) may run on. The grading
     plugins are found through COURSE_TOOLS (nbgrader_env)."""
+    from utils.nbgrader_worker import WorkerLost, run
+
     env = nbgrader_env(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    if cpus:
-        try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
-            os.sched_setaffinity(proc.pid, cpus)
-        except (AttributeError, OSError):
-            pass
-    log = BoundedLog()
-    reader = threading.Thread(target=log.read_all, args=(proc.stdout,), daemon=True)
-    reader.start()
-    killed = False
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        killed = True
-        kill_tree(proc.pid)
-        proc.wait()
-    kill_tree(proc.pid, children_only=True)  # kernels a dead grader left behind
-    reader.join(timeout=10)
-    run = NbgraderRun(proc.returncode, log.text(), killed)
-    if check and run.rc != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{run.log[-3000:]}")
-    return run
+        done = run([{"argv": list(args)}], cwd, env, timeout=timeout, cpus=cpus)
+        result = NbgraderRun(done["rcs"][0], done["log"], done["killed"])
+    except WorkerLost as err:
+        result = NbgraderRun(-9, str(err), False)
+    if check and result.rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{result.log[-3000:]}")
+    return result
 
 
 class BoundedLog:
