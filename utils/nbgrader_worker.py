@@ -32,6 +32,9 @@ import tempfile
 import threading
 import time
 import traceback
+from pathlib import Path
+
+from jinja2 import BytecodeCache
 
 IDLE_POLL = 0.02    # seconds between checks of a running child
 UNCHECKED = ("PYTHONUNBUFFERED", "COURSE_KERNEL_THREADS")   # besides the threads: no bearing on the sandbox
@@ -41,14 +44,78 @@ GRACE = 120         # seconds past a request's own limit before its worker itsel
 # --- the worker -------------------------------------------------------------------------------
 
 def _warm() -> None:
-    """Import what every nbgrader command of the course needs, before any child is forked."""
+    """Import what every nbgrader command of the course needs, and fill the caches each process
+    fills on first use (compiled patterns of the highlighter, the Markdown renderer and the HTML
+    cleaner; the notebook schema's validator; the gradebook's mappings; the installed libraries'
+    versions), before any child is forked: every child inherits them instead of paying them."""
+    import nbformat
+    from nbconvert.exporters import HTMLExporter
+    from traitlets.config import Config
+
+    import nbgrader
     import nbgrader.apps.nbgraderapp  # noqa: F401 - every subcommand's application
-    import nbconvert.exporters  # noqa: F401
-    import nbclient  # noqa: F401
-    import jupyter_client.manager  # noqa: F401
-    import bleach  # noqa: F401 - the feedback's sanitiser
-    import utils.grading.pipeline  # noqa: F401 - the course's steps, as nbgrader_config.py installs them
     import utils.sandbox.manager  # noqa: F401
+    from nbgrader.api import Gradebook
+    from utils.grading.fingerprint import library_versions
+    from utils.grading.pipeline import stamp_gradebooks_in_process
+    from utils.grading.steps.safe_html import configure_html
+
+    library_versions()
+    stamp_gradebooks_in_process()
+    try:   # the caches only: a child that finds one empty fills it itself
+        nb = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_markdown_cell("# Warm\nText with *emphasis*, `code`, $x^2$, a [link](https://example.org)"
+                                          "\n\n| a | b |\n|---|---|\n| 1 | 2 |"),
+            nbformat.v4.new_code_cell("def f(x):\n    return x * 2  # a comment\nprint(f'{f(2)}')",
+                                      outputs=[nbformat.v4.new_output("stream", text="4\n")])])
+        nbformat.validate(nb)
+        _share_compiled_templates()
+        config = Config()
+        configure_html(config)
+        config.RenderDeadline.seconds = 0
+        HTMLExporter(config=config).from_notebook_node(nb)
+        formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+        config.HTMLExporter.template_name = "feedback"   # as GenerateFeedback renders its pages
+        config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
+        config.HTMLExporter.extra_template_paths = [str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+        try:   # its page needs a grade's figures, which this notebook lacks: compiling it is what is kept
+            HTMLExporter(config=config).from_notebook_node(nb)
+        except Exception:  # noqa: BLE001
+            pass
+        with Gradebook("sqlite:///:memory:") as gb:
+            gb.update_or_create_assignment("warm")
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+
+class _CompiledTemplates(BytecodeCache):
+    """Jinja's bytecode cache, in this process's memory: a template compiled here (keyed by its
+    name and checked against its source) is not compiled again by a child's new exporter."""
+
+    def __init__(self):
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket):
+        code = self.compiled.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket):
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+def _share_compiled_templates() -> None:
+    """Every nbconvert exporter of this process (and its children) uses one bytecode cache: each
+    makes a Jinja environment of its own, which would compile the same templates again."""
+    from nbconvert.exporters.templateexporter import TemplateExporter
+
+    cache, make = _CompiledTemplates(), TemplateExporter._create_environment
+
+    def environment(self):
+        env = make(self)
+        env.bytecode_cache = cache
+        return env
+
+    TemplateExporter._create_environment = environment
 
 
 def _exit_code(err: SystemExit) -> int:
