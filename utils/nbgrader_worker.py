@@ -15,18 +15,17 @@ before its first sandboxed child, so each child inherits it: once per worker and
 
     python -m utils.nbgrader_worker     reads one JSON request a line on stdin, answers one a line
 
-The client side (`run`, used by utils.processes.nbgrader) keeps a pool of idle workers per process
-(the grader, a Dask worker, a test process), started when first needed and ended with the process.
+The client side (utils/nbgrader_client.py, used by utils.processes.nbgrader) keeps a pool of idle
+workers per process (the grader, a Dask worker, a test process), started when first needed and
+ended with the process.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,11 +33,28 @@ import time
 import traceback
 from pathlib import Path
 
+import nbformat
+import nbgrader
+import nbgrader.apps.nbgraderapp  # noqa: F401 - every subcommand's application
+import utils.sandbox.manager  # noqa: F401 - the kernels' manager, imported once
 from jinja2 import BytecodeCache
+from jupyter_core.application import NoStart
+from nbconvert.exporters import HTMLExporter
+from nbconvert.exporters.templateexporter import TemplateExporter
+from nbgrader.api import Gradebook
+from nbgrader.apps.nbgraderapp import NbGraderApp
+from traitlets.config import Config
+
+from utils.processes import BoundedLog, kill_tree
+from utils.grading.fingerprint import library_versions
+from utils.grading.pipeline import stamp_gradebooks_in_process
+from utils.grading.result_file import graded, read_result
+from utils.grading.steps.safe_html import configure_html
+from utils.sandbox import probe
+from utils.sandbox.command import THREAD_VARS
 
 IDLE_POLL = 0.02    # seconds between checks of a running child
 UNCHECKED = ("PYTHONUNBUFFERED", "COURSE_KERNEL_THREADS")   # besides the threads: no bearing on the sandbox
-GRACE = 120         # seconds past a request's own limit before its worker itself is ended
 
 
 # --- the worker -------------------------------------------------------------------------------
@@ -48,18 +64,6 @@ def _warm() -> None:
     fills on first use (compiled patterns of the highlighter, the Markdown renderer and the HTML
     cleaner; the notebook schema's validator; the gradebook's mappings; the installed libraries'
     versions), before any child is forked: every child inherits them instead of paying them."""
-    import nbformat
-    from nbconvert.exporters import HTMLExporter
-    from traitlets.config import Config
-
-    import nbgrader
-    import nbgrader.apps.nbgraderapp  # noqa: F401 - every subcommand's application
-    import utils.sandbox.manager  # noqa: F401
-    from nbgrader.api import Gradebook
-    from utils.grading.fingerprint import library_versions
-    from utils.grading.pipeline import stamp_gradebooks_in_process
-    from utils.grading.steps.safe_html import configure_html
-
     library_versions()
     stamp_gradebooks_in_process()
     try:   # the caches only: a child that finds one empty fills it itself
@@ -106,8 +110,6 @@ class _CompiledTemplates(BytecodeCache):
 def _share_compiled_templates() -> None:
     """Every nbconvert exporter of this process (and its children) uses one bytecode cache: each
     makes a Jinja environment of its own, which would compile the same templates again."""
-    from nbconvert.exporters.templateexporter import TemplateExporter
-
     cache, make = _CompiledTemplates(), TemplateExporter._create_environment
 
     def environment(self):
@@ -127,9 +129,6 @@ def _exit_code(err: SystemExit) -> int:
 
 def _one_command(argv: list[str]) -> int:
     """One nbgrader command in this (child) process, as `python -m nbgrader` runs it."""
-    from jupyter_core.application import NoStart
-    from nbgrader.apps.nbgraderapp import NbGraderApp
-
     app = NbGraderApp.instance()
     try:
         app.initialize(argv)
@@ -152,8 +151,6 @@ def _one_command(argv: list[str]) -> int:
 
 
 def _graded(path: str) -> bool:
-    from utils.grading.result_file import graded, read_result
-
     return graded(read_result(path))
 
 
@@ -198,16 +195,12 @@ class Worker:
     def _key(env: dict) -> str:
         """What the sandbox's answer depends on: the environment, but for the numeric libraries'
         threads, which each run sets for its share of the cores."""
-        from utils.sandbox.command import THREAD_VARS
-
         kept = {k: v for k, v in env.items() if k not in THREAD_VARS and k not in UNCHECKED}
         return hashlib.sha256(json.dumps(sorted(kept.items())).encode()).hexdigest()
 
     def _probe(self, request: dict) -> str | None:
         """The sandbox's check (probe.unavailable, then the trial start) in this process, under the
         request's environment; cached (per environment) and inherited by every child."""
-        from utils.sandbox import probe
-
         key = self._key(request["env"])
         if key != self.current:
             probe.unavailable.cache_clear()
@@ -223,8 +216,6 @@ class Worker:
             os.environ.update(saved)
 
     def handle(self, request: dict) -> dict:
-        from utils.processes import BoundedLog, kill_tree
-
         if request.get("probe"):
             return {"problem": self._probe(request)}
         if request.get("sandbox"):
@@ -244,7 +235,6 @@ class Worker:
                 os.dup2(write, 2)
                 os.close(write)
                 if stale:
-                    from utils.sandbox import probe
                     probe.unavailable.cache_clear()
                     probe.trial_start.cache_clear()
                 _child(request, status)
@@ -301,104 +291,6 @@ def serve() -> int:
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
     return 0
-
-
-# --- the client -------------------------------------------------------------------------------
-
-class WorkerLost(RuntimeError):
-    """The worker process ended or stopped answering."""
-
-
-class _Client:
-    def __init__(self):
-        from utils.lessons import REPO
-        from utils.processes import nbgrader_env
-
-        self.proc = subprocess.Popen([sys.executable, "-m", "utils.nbgrader_worker"], cwd=REPO,
-                                     env=nbgrader_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True, text=True)
-
-    def ask(self, request: dict) -> dict:
-        import selectors
-
-        limit = (request.get("timeout") or 0) + GRACE if request.get("timeout") else None
-        try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-            with selectors.DefaultSelector() as sel:
-                sel.register(self.proc.stdout, selectors.EVENT_READ)
-                if not sel.select(limit):
-                    raise WorkerLost(f"the nbgrader worker gave no answer in {limit:g} s")
-            line = self.proc.stdout.readline()
-        except (OSError, ValueError) as err:
-            raise WorkerLost(f"the nbgrader worker ended ({err})") from None
-        if not line:
-            raise WorkerLost(f"the nbgrader worker ended (exit {self.proc.poll()})")
-        answer = json.loads(line)
-        if "error" in answer:
-            raise WorkerLost(f"the nbgrader worker failed: {answer['error']}")
-        return answer
-
-    def close(self, kill: bool = False) -> None:
-        from utils.processes import kill_tree
-
-        if kill:
-            kill_tree(self.proc.pid)
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            kill_tree(self.proc.pid)
-            self.proc.wait()
-
-
-_idle: list[_Client] = []
-_lock = threading.Lock()
-
-
-def ask(request: dict) -> dict:
-    """One request answered by an idle worker of this process (one is started when none is idle)."""
-    with _lock:
-        client = _idle.pop() if _idle else None
-    if client is None or client.proc.poll() is not None:
-        client = _Client()
-    try:
-        answer = client.ask(request)
-    except WorkerLost:
-        client.close(kill=True)
-        raise
-    with _lock:
-        _idle.append(client)
-    return answer
-
-
-def run(steps: list[dict], cwd, env: dict, *, timeout: float | None = None, cpus=None,
-        sandbox: str | None = None) -> dict:
-    """Run nbgrader commands (`steps`: {"argv": [...], "if_graded": result file or absent}) in
-    one child of a worker, in course folder `cwd`, with environment `env` (whole) and `cpus`, all
-    killed after `timeout` seconds; `sandbox`: the bubblewrap the course's kernels use, checked
-    once per worker. Returns {"rcs": exit status per command run (None: skipped), "seconds",
-    "killed", "log"}."""
-    return ask({"steps": steps, "cwd": str(cwd), "env": env, "timeout": timeout,
-                "cpus": sorted(cpus) if cpus else None, "sandbox": sandbox})
-
-
-def start_problem(bwrap: str, env: dict) -> str | None:
-    """probe.start_problem (the trial start) made by a worker, which keeps the answer for the
-    kernels it starts: the grader need not start a trial of its own."""
-    return ask({"probe": True, "sandbox": bwrap, "env": env})["problem"]
-
-
-@atexit.register
-def close_all() -> None:
-    with _lock:
-        clients = list(_idle)
-        _idle.clear()
-    for client in clients:
-        client.close()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from utils.errors import ToolError
 from utils.lessons import REPO
+from utils.nbgrader_client import WorkerLost, run
 
 
 def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -39,8 +40,6 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
     check: raise ToolError when it fails. timeout: kill the whole process tree (kernels included)
     after that many seconds. cpus: the cores it (and the kernels it starts) may run on. The grading
     plugins are found through COURSE_TOOLS (nbgrader_env)."""
-    from utils.nbgrader_worker import WorkerLost, run
-
     env = nbgrader_env(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
     try:

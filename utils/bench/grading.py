@@ -45,7 +45,7 @@ from utils.lessons import REPO, lessons, source_notebook
 from utils.notebooks import submission_from
 from utils.scratch import scratch_config, scratch_course
 from utils.processes import nbgrader, nbgrader_env
-from utils.nbgrader_worker import close_all
+from utils.nbgrader_client import close_all
 from utils.bench.cpu import measure
 from utils.grading.assignment import ensure_built
 from utils.grading.settings import course_settings

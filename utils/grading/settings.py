@@ -12,7 +12,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from utils.errors import ToolError
 from utils.sandbox.limits import limits_not_enforced
-from utils.nbgrader_worker import start_problem as worker_start_problem
+from utils.nbgrader_client import start_problem as worker_start_problem
 from utils.processes import nbgrader_env
 from utils.sandbox.probe import OPT_OUT, unavailable
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.nbgrader_worker import WorkerLost, run as run_in_worker
+from utils.nbgrader_client import WorkerLost, run as run_in_worker
 from utils.processes import log_tail, nbgrader_env
 from utils.grading.result_file import graded, read_result, result_path
 from utils.grading.settings import CACHE

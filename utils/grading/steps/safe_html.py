@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from utils.grading.steps.render_limit import render_markdown
+
 TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em",
     "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "ol", "p", "pre", "q",
@@ -80,8 +82,6 @@ class SafeMarkdown:
         self.exporter = exporter
 
     def __call__(self, context, source):
-        from utils.grading.steps.render_limit import render_markdown
-
         resources = context.get("resources", {}) if hasattr(context, "get") else {}
         return render_markdown(lambda text: self._render(context, text), resources, source)
 
