@@ -190,6 +190,7 @@ class Worker:
 
     def __init__(self):
         self.current: str | None = None   # the environment whose sandbox answers the probe's caches hold
+        self.client = os.getppid()         # when it ends, so does the child it waits for
 
     @staticmethod
     def _key(env: dict) -> str:
@@ -255,7 +256,8 @@ class Worker:
             got, wstatus = os.waitpid(pid, os.WNOHANG)
             if got:
                 break
-            if deadline is not None and time.monotonic() > deadline:
+            orphaned = os.getppid() != self.client   # the grader is gone: nobody waits for this one
+            if orphaned or (deadline is not None and time.monotonic() > deadline):
                 killed = True
                 kill_tree(pid)
                 _, wstatus = os.waitpid(pid, 0)
