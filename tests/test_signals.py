@@ -101,22 +101,19 @@ def test_the_sandboxed_kernels_interrupt_goes_to_the_process_found(innocent):
 
 def test_a_tool_that_ended_keeps_its_pid_until_its_session_is_cleaned(monkeypatch, tmp_path):
     """The kernels a dead nbgrader left are found by its session id while its PID is still its own
-    (ended, not reaped): no later process can hold that number. (A stand-in for nbgrader that
-    ends at once.)"""
-    from utils import processes
-    fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    monkeypatch.setattr(sys, "executable", str(fake))
+    (ended, not reaped): no later process can hold that number. (The grading worker's forked child,
+    its command a stand-in that ends at once.)"""
+    from utils import nbgrader_worker
+    monkeypatch.setattr(nbgrader_worker, "_child", lambda request, status: None)
     seen = []
-    real = processes.kill_tree
+    real = nbgrader_worker.kill_tree
 
     def watching(pid, children_only=False):
         seen.append(psutil.Process(pid).status() if psutil.pid_exists(pid) else "gone")
         real(pid, children_only)
-    monkeypatch.setattr(processes, "kill_tree", watching)
-    run = processes.nbgrader(["--version"], cwd=Path.cwd(), check=False)
-    assert run.rc == 0 and seen == [psutil.STATUS_ZOMBIE], seen
+    monkeypatch.setattr(nbgrader_worker, "kill_tree", watching)
+    answer = nbgrader_worker.Worker().handle({"cwd": str(tmp_path), "env": dict(os.environ), "steps": []})
+    assert answer["killed"] is False and seen == [psutil.STATUS_ZOMBIE], seen
 
 
 def _hub_config(tmp_path: Path):

@@ -4,9 +4,7 @@ needs, a bounded log of what a process prints, and a process tree killed whole (
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from utils.errors import ToolError
 from utils.escaping import escaped
 from utils.signals import signal_process
 from utils.lessons import REPO
+from utils.nbgrader_client import WorkerLost, run
 
 
 def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -38,34 +37,21 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
              env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> NbgraderRun:
     """Run one nbgrader command in course directory `cwd`: the only way the tools run nbgrader.
 
+    It runs in a child of a long-lived nbgrader process (utils/nbgrader_worker.py: nbgrader's
+    imports paid once, a fresh process state per command), as `python -m nbgrader` would.
     check: raise ToolError when it fails. timeout: kill the whole process tree (kernels included)
     after that many seconds. cpus: the cores it (and the kernels it starts) may run on. The grading
     plugins are found through COURSE_TOOLS (nbgrader_env)."""
     env = nbgrader_env(env_extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    if cpus:
-        try:  # before nbgrader (seconds of imports) starts its kernels, which inherit it
-            os.sched_setaffinity(proc.pid, cpus)
-        except (AttributeError, OSError):
-            pass
-    log = BoundedLog()
-    reader = threading.Thread(target=log.read_all, args=(proc.stdout,), daemon=True)
-    reader.start()
-    killed = not _ended_unreaped(proc, timeout)
-    if killed:
-        kill_tree(proc.pid)
-        _ended_unreaped(proc, None)
-    # kernels a dead grader left behind, found by its session id while its PID is still its own
-    # (ended, not reaped): no later process can have taken the number and started a session
-    kill_tree(proc.pid, children_only=True)
-    proc.wait()
-    reader.join(timeout=10)
-    run = NbgraderRun(proc.returncode, log.text(), killed)
-    if check and run.rc != 0:
-        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{escaped(run.log[-3000:], keep_newlines=True)}")
-    return run
+    try:
+        done = run([{"argv": list(args)}], cwd, env, timeout=timeout, cpus=cpus)
+        result = NbgraderRun(done["rcs"][0], done["log"], done["killed"])
+    except WorkerLost as err:
+        result = NbgraderRun(-9, str(err), False)
+    if check and result.rc != 0:
+        raise ToolError(f"nbgrader {' '.join(args)} failed in {cwd}:\n{escaped(result.log[-3000:], keep_newlines=True)}")
+    return result
 
 
 class BoundedLog:
@@ -99,34 +85,6 @@ class BoundedLog:
             tail = tail[len(tail) - self.tail_limit:]
         middle = f"\n[... {self.cut} bytes of output cut ...]\n".encode() if self.cut else b""
         return (bytes(self.head) + middle + bytes(tail)).decode(errors="replace")
-
-
-def _ended_unreaped(proc: subprocess.Popen, timeout: float | None) -> bool:
-    """Wait up to `timeout` seconds (None: for ever) for `proc` to end, without reaping it (its PID
-    stays its own until proc.wait()). Whether it ended."""
-    import select
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):   # no pidfd here: waitid(WNOWAIT) leaves it unreaped too
-        return _waitid_unreaped(proc, timeout)
-    try:
-        return bool(select.select([fd], [], [], timeout)[0])
-    finally:
-        os.close(fd)
-
-
-def _waitid_unreaped(proc: subprocess.Popen, timeout: float | None) -> bool:
-    import time
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        try:
-            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
-                return True
-        except ChildProcessError:
-            return True
-        if deadline is not None and time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
 
 
 def kill_tree(pid: int, children_only: bool = False) -> None:

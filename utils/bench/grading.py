@@ -2,6 +2,12 @@
 
     python -m utils.bench.grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--rehearsal]
     python -m utils.bench.grading --sandbox-cost ROUNDS [--students N] [--workers 1] [--lessons ...]
+    python -m utils.bench.grading --cpu ROUNDS [--students 8] [--workers 1] [--lessons ...]
+
+--cpu: CPU seconds per submission of `python -m utils.grading` (sandbox, feedback and export
+included) beside stock nbgrader's (plain `nbgrader autograde` then `generate_feedback` on the same
+submissions in a scratch course of its own, no course plugins, no sandbox), run in alternation,
+per lesson; CPU counted for every process either starts, re-parented ones included (cpu.py).
 
 A benchmark, not a test: it builds a scratch course from the lessons in source/ (or, with
 --rehearsal or when source/ has none, the two tiny lessons of the rehearsal course,
@@ -27,6 +33,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +44,11 @@ import nbformat
 from utils.lessons import REPO, lessons, source_notebook
 from utils.notebooks import submission_from
 from utils.scratch import scratch_config, scratch_course
-from utils.processes import nbgrader
+from utils.processes import nbgrader, nbgrader_env
+from utils.nbgrader_client import close_all
+from utils.bench.cpu import measure
+from utils.grading.assignment import ensure_built
+from utils.grading.settings import course_settings
 from utils.grading.reference_run import reference_for
 from utils.grading.grade_course import grade_lessons
 from utils.authoring.samples_io import load_samples
@@ -108,6 +119,78 @@ def sandbox_cost(prepared: Path, names: list[str], workers: int, cell_timeout: f
     return 0
 
 
+STOCK_CONFIG = ("c = get_config()  # noqa: F821\n# stock nbgrader: none of the course's steps, no sandbox\n"
+                "c.CourseDirectory.course_id = 'stock'\nc.Execute.timeout = 300\n")
+
+
+def stock_course(prepared: Path, dest: Path, names: list[str]) -> Path:
+    """The same lessons and submissions in a course with nbgrader's stock configuration."""
+    dest.mkdir(parents=True)
+    (dest / "nbgrader_config.py").write_text(STOCK_CONFIG)
+    ignore = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    for lesson in names:
+        shutil.copytree(prepared / "source" / lesson, dest / "source" / lesson, ignore=ignore)
+    shutil.copytree(prepared / "submitted", dest / "submitted")
+    for lesson in names:
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", lesson, "--force"], cwd=dest,
+                       env=nbgrader_env(), check=True, capture_output=True)
+    return dest
+
+
+def _copy(course: Path) -> Path:
+    dest = Path(tempfile.mkdtemp(prefix="bench-cpu-")) / "course"
+    shutil.copytree(course, dest)
+    return dest
+
+
+def project_cpu(prepared: Path, lesson: str, workers: int) -> tuple[float, int]:
+    """CPU seconds of `python -m utils.grading LESSON` on a fresh copy (the lesson built into the
+    copy's gradebook first, apart: it is made once per change of the source), and the graded count."""
+    course = _copy(prepared)
+    try:
+        scratch_config(course, prepared)
+        ensure_built(course, lesson, course_settings(course))
+        close_all()   # the measurement needs this process without children
+        m = measure([sys.executable, "-m", "utils.grading", lesson, "--course", str(course), "--workers",
+                     str(workers)], cwd=REPO, env=nbgrader_env())
+        graded = len(list((course / "feedback").glob(f"*/{lesson}/*.html")))
+        return m.cpu, graded
+    finally:
+        shutil.rmtree(course.parent, ignore_errors=True)
+
+
+def stock_cpu(stock: Path, lesson: str) -> tuple[float, int]:
+    """CPU seconds of stock `nbgrader autograde` then `nbgrader generate_feedback` on a fresh copy."""
+    course = _copy(stock)
+    try:
+        cpu = 0.0
+        for command in ("autograde", "generate_feedback"):
+            m = measure([sys.executable, "-m", "nbgrader", command, lesson, "--force"], cwd=course, env=nbgrader_env())
+            cpu += m.cpu
+        graded = len(list((course / "feedback").glob(f"*/{lesson}/*.html")))
+        return cpu, graded
+    finally:
+        shutil.rmtree(course.parent, ignore_errors=True)
+
+
+def cpu_compare(prepared: Path, names: list[str], students: int, workers: int, rounds: int, base: Path) -> int:
+    """Per lesson, CPU seconds per submission of the course's grading and of stock nbgrader, alternating."""
+    stock = stock_course(prepared, base / "stock", names)
+    close_all()
+    for lesson in names:
+        per: dict[str, list[float]] = {"project": [], "stock": []}
+        for i in range(rounds):
+            for which in (("project", "stock") if i % 2 == 0 else ("stock", "project")):
+                cpu, graded = project_cpu(prepared, lesson, workers) if which == "project" else stock_cpu(stock, lesson)
+                per[which].append(cpu / students)
+                print(f"{lesson} round {i + 1} {which:7}: {cpu / students:.2f} CPU-s per submission "
+                      f"({graded}/{students} feedback pages)", flush=True)
+        mine, theirs = statistics.median(per["project"]), statistics.median(per["stock"])
+        print(f"{lesson}: median {mine:.2f} CPU-s per submission, stock nbgrader {theirs:.2f}: ratio {mine / theirs:.2f}",
+              flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", type=int, default=50,
@@ -121,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sandbox-cost", type=int, default=0, metavar="ROUNDS",
                         help="instead: grade ROUNDS times with the autograding sandbox and without, "
                              "alternating, with the first --workers value, and print the cost")
+    parser.add_argument("--cpu", type=int, default=0, metavar="ROUNDS",
+                        help="instead: CPU seconds per submission beside stock nbgrader's, ROUNDS alternating "
+                             "runs per lesson, with the first --workers value")
     args = parser.parse_args(argv)
     rehearsal = args.rehearsal or not lessons(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
@@ -130,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         prepared, names = prepare(base, args.lessons, students, rehearsal)
         print(f"grading {students} students x {len(names)} lesson(s) = {students * len(names)} submissions ({', '.join(names)}"
               f"{', rehearsal course' if rehearsal else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
+        if args.cpu:
+            close_all()
+            return cpu_compare(prepared, names, students, args.workers[0], args.cpu, base)
         if args.sandbox_cost:
             return sandbox_cost(prepared, names, args.workers[0], args.cell_timeout, args.sandbox_cost)
         results = []

@@ -1,7 +1,7 @@
 """Grade every submission in submitted/: per lesson, plan (submissions.py: a missing, unreadable,
 linked or other lesson's notebook scores 0 with the reason) -> prepare (the reference solution's
 observations, run once and cached) -> run (a runner: local work folders, or tasks on a Dask
-cluster; each `nbgrader autograde` with every kernel in the sandbox, the course's steps judging
+cluster; each submission's `nbgrader autograde` with every kernel in the sandbox, the course's steps judging
 each graded cell outside the student's kernel, then the feedback) -> record (lesson.py: the
 gradebook, autograded/, feedback/) -> report (one line per student); then grades.csv.
 
@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from pathlib import Path
 
 from utils.errors import ToolError
 from utils.escaping import escaped, shown
 from utils.lessons import REPO, resolve_lessons
-from utils.processes import log_tail, nbgrader
+from utils.processes import log_tail
 from utils.scores import read_scores_url, score_table
+from utils.grading.assignment import ensure_built
 from utils.grading.dask.address import scheduler_address
+from utils.grading.gradebook import quiet_sqlalchemy
 from utils.grading.lesson import GradeRun, Grading, LessonGrading
 from utils.grading.local_runner import LocalRunner
 from utils.grading.runner_interface import Runner
 from utils.grading.settings import DEFAULT_WATCHDOG, Options, course_settings, require_sandbox
+from utils.grading.steps.verdicts import one_line
 from utils.grading.submissions import lesson_ids, submitted_students
 
 
@@ -34,12 +38,9 @@ def grade_lesson(grading: Grading, runner: Runner, lesson: str, known) -> None:
         grading.say(f"{lesson}: no submissions")
         return
     start = time.perf_counter()
-    # The gradebook needs the lesson's cells and hidden tests; building records them (and
-    # rewrites release/ with identical bytes).
-    built = nbgrader(["generate_assignment", lesson, "--force", f"--CourseDirectory.db_url={grading.settings.db_url}"],
-                     cwd=root, check=False)
-    if built.rc != 0:
-        raise ToolError(f"nbgrader generate_assignment {lesson} failed:\n{built.log[-3000:]}")
+    # The gradebook needs the lesson's cells and hidden tests: built once per change of the source
+    # (assignment.py), not by every grading run.
+    ensure_built(root, lesson, grading.settings)
     this = LessonGrading.plan(grading, lesson, known)
     runner.prepare(this)
     this.make_template()
@@ -57,15 +58,25 @@ def grade_lesson(grading: Grading, runner: Runner, lesson: str, known) -> None:
 
 
 def write_export(grading: Grading) -> None:
-    """grades.csv (grade_lessons removed any earlier one before grading began)."""
-    csv = grading.root / "grades.csv"
-    run = nbgrader(["export", "--to", str(csv), f"--CourseDirectory.db_url={grading.settings.db_url}"],
-                   cwd=grading.root, check=False)
-    if run.rc == 0 and csv.exists():
+    """grades.csv (grade_lessons removed any earlier one before grading began), written here by
+    nbgrader's own exporter (CsvExportPlugin, what `nbgrader export` runs) from the gradebook."""
+    from nbgrader.api import Gradebook
+    from nbgrader.plugins import CsvExportPlugin
+
+    csv, st = grading.root / "grades.csv", grading.settings
+    try:
+        with quiet_sqlalchemy(), Gradebook(st.db_url, st.course_id) as gb:
+            CsvExportPlugin(to=str(csv)).export(gb)
+    except Exception as err:  # noqa: BLE001 - the export's own error, reported as the run's failure
+        log = traceback.format_exc()
+        grading.run.logs["export"] = log
+        grading.run.failures.append(f"nbgrader export failed ({type(err).__name__}: {escaped(one_line(err))}), "
+                                    f"grades.csv not written:\n{log_tail(log)}")
+        return
+    if csv.exists():
         grading.say(f"wrote {csv} and feedback/ (HTML per student and lesson)")
     else:
-        grading.run.logs["export"] = run.log
-        grading.run.failures.append(f"nbgrader export failed (exit {run.rc}), grades.csv not written:\n{log_tail(run.log)}")
+        grading.run.failures.append("nbgrader export wrote nothing, grades.csv not written")
 
 
 def _dask_runner(address: str, grading: Grading) -> Runner:

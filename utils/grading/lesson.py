@@ -112,7 +112,7 @@ class LessonGrading:
         """What every grading run of this lesson is made of (work.lesson_files)."""
         g = self.grading
         return lesson_files(g.root, self.name, self.notebook, g.settings.course_id, self.reference,
-                            self.template, g.options)
+                            self.template, g.options, g.settings.bwrap if g.settings.sandbox else None)
 
     def submission(self, student: str) -> tuple[Path, str | None]:
         """The submission's folder and the name its notebook was saved under, where not the lesson's."""

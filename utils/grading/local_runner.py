@@ -1,7 +1,8 @@
-"""LocalRunner: a lesson's submissions graded on this machine, in parallel work folders (work.py),
-each on cores of its own where there are enough, each kernel's numeric libraries given its share of
-threads (unless the instructor set them). A work folder that failed on several submissions is run
-again for each alone, so one submission's code never costs another its grade."""
+"""LocalRunner: a lesson's submissions graded on this machine, each in a work folder of its own
+(work.py), `workers` at a time, each on cores of its own where there are enough, each kernel's
+numeric libraries given its share of threads (unless the instructor set them). Each submission is
+graded in a process of its own (a child of a long-lived nbgrader process, utils/nbgrader_worker.py),
+so one submission's code never costs another its grade."""
 
 from __future__ import annotations
 
@@ -49,36 +50,33 @@ class LocalRunner:
         lesson.use_reference(cache_key(src))
 
     def run(self, lesson: LessonGrading, students: list[str]) -> Iterator[WorkDone]:
-        chunks = [c for c in (students[i::self.workers] for i in range(min(self.workers, len(students)))) if c]
+        at_once = min(self.workers, len(students))
         # parallel kernels share the cores: each gets its share of threads (unless the instructor
-        # set them), and each work folder runs on cores of its own when there are enough of them
-        share = kernel_threads(len(chunks)) if len(chunks) > 1 else {}
+        # set them), and each submission runs on cores of its own when there are enough of them
+        share = kernel_threads(at_once) if at_once > 1 else {}
         env = {v: n for v, n in share.items() if v not in os.environ}
-        slots, files = cpu_slots(len(chunks)), lesson.files()
+        slots, files = cpu_slots(at_once), lesson.files()
         hide = [str(lesson.grading.root)]   # the course folder, hidden from the kernels too
 
-        def one(chunk: list[str]) -> WorkDone:
+        def one(student: str) -> WorkDone:
             cpus = slots.get() if slots is not None else None
             try:
-                return grade_in_folder(files, {s: lesson.submission(s) for s in chunk}, env=env, cpus=cpus, hide=hide)
+                return grade_in_folder(files, {student: lesson.submission(student)}, env=env, cpus=cpus, hide=hide)
             except Exception as err:  # noqa: BLE001 - a submission's files that cannot be copied, say
                 why = f"its work folder could not be made ({type(err).__name__}: {one_line(err)})"
-                return WorkDone(lesson.name, sorted(chunk), failed={s: why for s in chunk})
+                return WorkDone(lesson.name, [student], failed={student: why})
             finally:
                 if slots is not None:
                     slots.put(cpus)
 
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            pending = {pool.submit(one, c) for c in chunks}
+        if not students:
+            return
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            pending = {pool.submit(one, s) for s in students}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    done = future.result()
-                    failed = [s for s in done.students if not done.graded(s)]
-                    if failed and len(done.students) > 1:   # each alone: the log and the fault are its own
-                        pending |= {pool.submit(one, [s]) for s in failed}
-                        done = done.without(failed)
-                    yield done
+                    yield future.result()
 
     def close(self, grading: Grading, completed: bool) -> None:
         pass

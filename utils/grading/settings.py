@@ -12,7 +12,9 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from utils.errors import ToolError
 from utils.sandbox.limits import limits_not_enforced
-from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
+from utils.nbgrader_client import start_problem as worker_start_problem
+from utils.processes import nbgrader_env
+from utils.sandbox.probe import OPT_OUT, unavailable
 
 CACHE = ".grading-cache"   # the reference runs, the journal (and in a work folder its results): no kernel sees it
 # Seconds one submission may take before its grading process is killed as stalled. Far above the
@@ -61,8 +63,8 @@ def require_sandbox(settings: CourseSettings) -> None:
                         f"must not run with the grader's rights; to grade without the sandbox (only "
                         f"inside a container without network, secrets or the course folder) set "
                         f"`{OPT_OUT}` in nbgrader_config.py (see docs/instructors.md)")
-    if settings.sandbox:
-        problem = start_problem(settings.bwrap)
+    if settings.sandbox:   # the trial start made by a grading worker, which keeps it for its kernels
+        problem = worker_start_problem(settings.bwrap, nbgrader_env())
         if problem:
             raise ToolError(problem)
         line = limits_not_enforced()

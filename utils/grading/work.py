@@ -1,7 +1,8 @@
 """One grading run in a private work folder, the same on the grader's machine and on a Dask
 worker: a course folder made of the lesson's files (config, source/, the reference's observations,
-the gradebook template) and the submissions to grade, one `nbgrader autograde` with every kernel
-in the sandbox, then one `nbgrader generate_feedback` for what it graded; what comes back
+the gradebook template) and the submissions to grade; each submission's `nbgrader autograde` (every
+kernel in the sandbox) and, when graded, its `generate_feedback` run in one child of a long-lived
+nbgrader process (utils/nbgrader_worker.py); what comes back
 (`WorkDone`) is plain data: each notebook's result file, the graded notebooks, their feedback, the
 run's small gradebook, its log. The folder is removed before returning."""
 
@@ -15,7 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.processes import log_tail, nbgrader
+from utils.nbgrader_client import WorkerLost, run as run_in_worker
+from utils.processes import log_tail, nbgrader_env
 from utils.grading.result_file import graded, read_result, result_path
 from utils.grading.settings import CACHE
 from utils.grading.submissions import copy_submission, regular_files
@@ -56,12 +58,12 @@ def unpack(files: dict[str, bytes], folder: Path) -> None:
 
 
 def lesson_files(root: Path, lesson: str, notebook: str, course_id: str, reference: Path, template: bytes,
-                 options) -> dict:
+                 options, sandbox: str | None = None) -> dict:
     """What every work folder of `lesson` is made of, as plain data (a Dask task carries it):
     nbgrader_config.py, the lesson's source/ folder, the reference's observations, the gradebook
-    template, the course id and the run's options."""
+    template, the course id, the run's options and the sandbox's bubblewrap (None: no sandbox)."""
     root = Path(root)
-    return {"lesson": lesson, "notebook": notebook, "course_id": course_id,
+    return {"lesson": lesson, "notebook": notebook, "course_id": course_id, "sandbox": sandbox,
             "config": (root / "nbgrader_config.py").read_bytes(), "source": pack(root / "source" / lesson),
             "reference_name": reference.name, "reference": reference.read_bytes(), "template": template,
             "options": dataclasses.asdict(options)}
@@ -127,9 +129,9 @@ def _make_folder(work: Path, files: dict, submissions: dict) -> None:
             copy_submission(Path(found), dest, rename, files["notebook"])
 
 
-def _collect(work: Path, files: dict, done: WorkDone) -> None:
+def _collect(work: Path, files: dict, done: WorkDone, students: list[str]) -> None:
     lesson, stem = files["lesson"], Path(files["notebook"]).stem
-    for s in done.students:
+    for s in students:
         result = read_result(result_path(work, lesson, s, stem))
         if result is not None:
             done.results[s] = result
@@ -139,33 +141,35 @@ def _collect(work: Path, files: dict, done: WorkDone) -> None:
                                  if p.is_file() and not p.is_symlink()}
 
 
-def _feedback(work: Path, files: dict, done: WorkDone, args: list[str], env: dict, cpus) -> None:
+def _feedback_result(work: Path, files: dict, done: WorkDone, student: str, answer: dict) -> None:
+    """The feedback page of `student`, made in the same child as its grading, and what failed."""
     lesson = files["lesson"]
-    students = [s for s in done.students if done.graded(s)]
-    if not students:
-        return
-    start = time.perf_counter()
-    run = nbgrader(["generate_feedback", lesson, "--force", *args], cwd=work, check=False,
-                   env_extra=env, cpus=cpus)
-    done.feedback_seconds = time.perf_counter() - start
-    if run.rc != 0:
-        done.feedback_problem = f"nbgrader generate_feedback failed (exit {run.rc}):\n{log_tail(run.log)}"
-        done.log += f"\n===== feedback\n{run.log[-LOG_KEEP:]}"
+    rcs, seconds = answer["rcs"], answer["seconds"]
+    if len(seconds) > 1:
+        done.feedback_seconds += seconds[1]
+    rc = rcs[1] if len(rcs) > 1 else None
+    if rc not in (None, 0):
+        log = answer["log"].split("===== generate_feedback", 1)[-1]
+        done.feedback_problem = f"nbgrader generate_feedback failed (exit {rc}):\n{log_tail(log)}"
+        done.log += f"\n===== feedback\n{log[-LOG_KEEP:]}"
     page = f"{Path(files['notebook']).stem}.html"   # nbgrader also copies there any file the student sent
-    for s in students:
-        html = work / "feedback" / s / lesson / page
-        if html.is_file() and not html.is_symlink():
-            done.feedback[s] = {page: html.read_bytes()}
+    html = work / "feedback" / student / lesson / page
+    if html.is_file() and not html.is_symlink():
+        done.feedback[student] = {page: html.read_bytes()}
 
 
 def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, cpus=None,
                     hide: list[str] = (), tmp: Path | None = None) -> WorkDone:
     """Grade `submissions` ({student: (a folder, or its files as {path: bytes}; the notebook's
     name when saved under another)}) of the lesson `files` describes (lesson_files), in a new
-    folder under `tmp`; `env` and `cpus` for the nbgrader processes and the kernels they start,
-    `hide`: folders the kernels must not see besides the usual ones (the course folder)."""
+    folder under `tmp`; `env` and `cpus` for the nbgrader commands and the kernels they start,
+    `hide`: folders the kernels must not see besides the usual ones (the course folder).
+
+    Each submission is autograded, then its feedback written, by nbgrader's own applications in
+    one child of a long-lived nbgrader process (utils/nbgrader_worker.py): a process of its own,
+    killed with its kernels after the watchdog's seconds, nothing of it left for the next."""
     start = time.perf_counter()
-    options, lesson = files["options"], files["lesson"]
+    options, lesson, stem = files["options"], files["lesson"], Path(files["notebook"]).stem
     work = Path(tempfile.mkdtemp(prefix=f"grade-{lesson}-", dir=tmp))
     done = WorkDone(lesson, sorted(submissions))
     try:
@@ -173,13 +177,30 @@ def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, 
         course = [f"--CourseDirectory.root={work}", f"--CourseDirectory.db_url=sqlite:///{work / 'gradebook.db'}",
                   f"--CourseDirectory.course_id={files['course_id']}"]
         hidden = [f"--SandboxKernelManager.hidden={folder}" for folder in hide]
-        run = nbgrader(["autograde", lesson, "--force", *course, *hidden, *options["extra"]], cwd=work, check=False,
-                       timeout=options["watchdog"] * len(submissions), env_extra=env, cpus=cpus)
-        done.rc, done.log, done.killed = run.rc, run.log[-RUN_LOG_KEEP:], run.killed
-        _collect(work, files, done)
-        if options["feedback"]:
-            shown = ["--HideHiddenTests.enabled=False"] if options["show_hidden_tests"] else []
-            _feedback(work, files, done, [*course, *shown], env or {}, cpus)
+        shown = ["--HideHiddenTests.enabled=False"] if options["show_hidden_tests"] else []
+        full_env = nbgrader_env(env)
+        full_env.setdefault("PYTHONUNBUFFERED", "1")
+        logs = []
+        for s in done.students:
+            one = [f"--CourseDirectory.student_id={s}"] if len(done.students) > 1 else []
+            steps = [{"argv": ["autograde", lesson, "--force", *course, *one, *hidden, *options["extra"]]}]
+            if options["feedback"]:
+                steps.append({"argv": ["generate_feedback", lesson, "--force", *course, *one, *shown],
+                              "if_graded": str(result_path(work, lesson, s, stem))})
+            try:
+                answer = run_in_worker(steps, work, full_env, timeout=options["watchdog"], cpus=cpus,
+                                       sandbox=files.get("sandbox"))
+            except WorkerLost as err:
+                answer = {"rcs": [-9], "seconds": [], "killed": False, "log": str(err)}
+            rc = answer["rcs"][0]
+            if rc not in (0, None) and done.rc in (0, 1):
+                done.rc = rc
+            done.killed = done.killed or answer["killed"]
+            logs.append(answer["log"].split("===== generate_feedback", 1)[0])
+            _collect(work, files, done, [s])
+            if options["feedback"] and done.graded(s):
+                _feedback_result(work, files, done, s, answer)
+        done.log = "\n".join(logs)[-RUN_LOG_KEEP:]
         done.gradebook = (work / "gradebook.db").read_bytes() if done.notebooks else b""
     finally:
         shutil.rmtree(work, ignore_errors=True)

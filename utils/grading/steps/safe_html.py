@@ -9,7 +9,7 @@ student's Markdown cell ran in the formgrader with the instructor's session.
 
 `configure_html(c)` (called by `utils.grading.install`) turns `sanitize_html` on and replaces two of
 the exporter's Jinja filters, in every template: `markdown2html` (nbconvert's rendering, then
-`safe_html`) and `clean_html` (`safe_html` instead of nbconvert's, which escapes even <p> and <h1>).
+`safe_html`, each page under a time limit: render_limit.py) and `clean_html` (`safe_html` instead of nbconvert's, which escapes even <p> and <h1>).
 `safe_html` keeps an allowlist of tags for text, tables and images; attributes `class`, `id`,
 `title`, `alt`, `align`, and `href`/`src` with http(s), mailto or in-page links (images also
 `data:image/...` of PNG, JPEG or GIF). No script, style, iframe, form, event handler, `style`
@@ -26,6 +26,8 @@ before any template renders them, so that a name reaching the gradebook some oth
 from __future__ import annotations
 
 import re
+
+from utils.grading.steps.render_limit import render_markdown
 
 TAGS = frozenset({
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em",
@@ -80,6 +82,10 @@ class SafeMarkdown:
         self.exporter = exporter
 
     def __call__(self, context, source):
+        resources = context.get("resources", {}) if hasattr(context, "get") else {}
+        return render_markdown(lambda text: self._render(context, text), resources, source)
+
+    def _render(self, context, source):
         from nbconvert.exporters import HTMLExporter
         from nbconvert.filters.markdown_mistune import InvalidNotebook
 
@@ -130,7 +136,10 @@ def _escaped_names():
 def configure_html(c) -> None:
     """Sanitised HTML, and escaped names, in every nbconvert HTML export the course's config reaches."""
     c.HTMLExporter.sanitize_html = True
-    c.HTMLExporter.preprocessors = ["utils.grading.steps.safe_html.EscapedNames"]
+    c.HTMLExporter.preprocessors = ["utils.grading.steps.safe_html.EscapedNames",
+                                    "utils.grading.steps.render_limit.RenderDeadline"]
+    # each page of a student's notebook renders under a time limit (render_limit.py)
+    c.GenerateFeedback.exporter_class = "utils.grading.steps.render_limit.TimedHTMLExporter"
     c.HTMLExporter.filters = {"markdown2html": "utils.grading.steps.safe_html.SafeMarkdown2HTML",
                               "clean_html": "utils.grading.steps.safe_html.safe_html"}
 
