@@ -128,11 +128,11 @@ $(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.tom
 	@$(STUDENT_VENV)/bin/python utils/classroom/student-lab/install.py $(STUDENT_REQ) $(if $(TORCH_INDEX),--index $(TORCH_INDEX))
 	@touch $@
 
-# Copied once, with the language_info of the student's own kernel written in (utils/authoring/language_info.py),
+# Copied once, with the language_info of the student's own kernel written in (utils/grading/steps/language_info.py),
 # so a lesson opens in the Lab unmodified.
 lessons: | $(STUDENT_VENV)/.installed
 	@cp -rn release lessons
-	@$(STUDENT_VENV)/bin/python -m utils.authoring.language_info lessons
+	@$(STUDENT_VENV)/bin/python -m utils.grading.steps.language_info lessons
 	@echo "lessons/ holds your own copy of the lessons: your answers go there (git ignores it; make lab never overwrites it)"
 
 # The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it;

@@ -276,7 +276,7 @@ def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres
             result = {"verdicts": {g: list(v) for g, v in o.verdicts.items()}, "notes": [], "score": o.score,
                       "max_score": o.max_score, "reason": ""}
             journal.add(SYNTH, key, o.student, submissions.hash_tree(course / "submitted" / o.student / SYNTH), result)
-    # A fourth submission, new since, whose planning crashes (utils.grading.grade_course.preflight raises on it,
+    # A fourth submission, new since, whose planning crashes (utils.grading.submissions.preflight raises on it,
     # as on a hostile file it cannot handle): it scores 0 with the reason, the rest is graded.
     from utils.grading import cli
 

@@ -1,5 +1,5 @@
 """Lessons open unmodified in JupyterLab: each generated notebook carries the full language_info
-its kernel reports (utils/authoring/language_info.py), which JupyterLab would otherwise write in on opening
+its kernel reports (utils/grading/steps/language_info.py), which JupyterLab would otherwise write in on opening
 and so mark the notebook unsaved. One kernel started (a few seconds)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from utils.lessons import REPO
-from utils.authoring.language_info import kernel_language_info, stamp
+from utils.grading.steps.language_info import kernel_language_info, stamp
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_a_release_built_on_another_patch_release_is_not_stale(tmp_path):
 def test_make_lessons_step_says_nothing_a_student_could_read_as_a_failure(tmp_path, capsys):
     """`make lessons` runs main on the fresh copy: it writes the kernel's language_info in and prints
     nothing (it once printed `language_info of this kernel (3.11.7) in 0 notebook(s) under lessons`)."""
-    from utils.authoring.language_info import main
+    from utils.grading.steps.language_info import main
 
     lesson = next((REPO / "release").glob("*/*.ipynb"))
     copy = tmp_path / lesson.parent.name / lesson.name

@@ -3,7 +3,7 @@ the environment that runs it; reached only through another package's dependencie
 (a new release of that package may drop it). Read from the source (no import is run):
 
 - course/, and what `make lab` runs with the students' environment (its kernel configuration,
-  utils/classroom/student-lab/, and utils/authoring/language_info.py): requirements.txt;
+  utils/classroom/student-lab/, and utils/grading/steps/language_info.py): requirements.txt;
 - the Dask runner (utils/grading/dask/) and the cluster benchmark: requirements-instructor.txt;
 - the rest of utils/ (grading, feedback, the report, the class server): requirements-classroom.txt,
   what `python -m utils.classroom setup` installs.
@@ -28,7 +28,7 @@ import pytest
 from utils.lessons import REPO
 
 STUDENTS, CLASS_SERVER, DASK = "requirements.txt", "requirements-classroom.txt", "requirements-instructor.txt"
-STUDENT_RUN = ("course/", "utils/classroom/student-lab/", "utils/authoring/language_info.py")
+STUDENT_RUN = ("course/", "utils/classroom/student-lab/", "utils/grading/steps/language_info.py")
 DASK_RUN = ("utils/grading/dask/", "utils/bench/cluster.py")
 OURS = {"course", "utils"}
 

@@ -9,7 +9,7 @@ import nbformat
 from ipykernel.ipkernel import IPythonKernel
 from nbformat.v4 import new_notebook
 
-from utils.authoring.language_info import KernelLanguageInfo, kernel_language_info, stamp
+from utils.grading.steps.language_info import KernelLanguageInfo, kernel_language_info, stamp
 from steps_common import notebook
 
 

@@ -23,7 +23,7 @@ from nbgrader.converters.generate_feedback import GenerateFeedback
 from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.preprocessors import Execute, LimitOutput, OverwriteCells
 
-from utils.authoring.language_info import KernelLanguageInfo
+from utils.grading.steps.language_info import KernelLanguageInfo
 from utils.grading.steps.execute import SafeExecute
 from utils.grading.steps.hide_hidden import HideHiddenTests
 from utils.grading.steps.kernel_fields import KernelFields

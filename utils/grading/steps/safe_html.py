@@ -7,7 +7,7 @@ SVG, Markdown outputs; JavaScript and widget outputs are not rendered at all), b
 templates render Markdown cells with a block of their own that ignores it, so a `<script>` in a
 student's Markdown cell ran in the formgrader with the instructor's session.
 
-`configure_html(c)` (called by `utils.grading.install`) turns `sanitize_html` on and replaces two of
+`configure_html(c)` (called by `utils.grading.pipeline.install`) turns `sanitize_html` on and replaces two of
 the exporter's Jinja filters, in every template: `markdown2html` (nbconvert's rendering, then
 `safe_html`) and `clean_html` (`safe_html` instead of nbconvert's, which escapes even <p> and <h1>).
 `safe_html` keeps an allowlist of tags for text, tables and images; attributes `class`, `id`,

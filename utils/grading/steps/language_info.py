@@ -6,13 +6,15 @@ metadata when its kernel starts; where the notebook held less (the source notebo
 name), that change marks it unsaved before the student has typed anything. So:
 
 - every `nbgrader generate_assignment` (make build, make check's fresh build, a release to the
-  exchange) ends with `KernelLanguageInfo` (installed by utils.grading.install), which writes the
-  build's Python kernel's language_info into the generated notebook;
-- `make lab` runs `python -m utils.authoring.language_info lessons` with the student's environment once,
-  when it copies release/ to lessons/, so the copy holds what the student's own kernel reports
-  (its Python version may differ from the build's).
+  exchange) ends with `KernelLanguageInfo` (put into nbgrader's pipeline by
+  utils.grading.pipeline.install), which writes the build's Python kernel's language_info into the
+  generated notebook;
+- `make lab` runs `python -m utils.grading.steps.language_info lessons` with the student's
+  environment once, when it copies release/ to lessons/, so the copy holds what the student's own
+  kernel reports (its Python version may differ from the build's). Importing it imports nothing
+  else of utils/ (utils/grading/__init__.py and steps/__init__.py import nothing).
 
-    python -m utils.authoring.language_info FOLDER   # every notebook under FOLDER, for this Python's kernel; prints nothing
+    python -m utils.grading.steps.language_info FOLDER   # every notebook under FOLDER; prints nothing
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def stamp(folder: Path, info: dict | None = None) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not Path(args[0]).is_dir():
-        print("usage: python -m utils.authoring.language_info FOLDER", file=sys.stderr)
+        print("usage: python -m utils.grading.steps.language_info FOLDER", file=sys.stderr)
         return 2
     stamp(Path(args[0]))  # silent: nothing a student needs to know or do (make lessons says what it made)
     return 0
