@@ -107,7 +107,7 @@ def test_the_setup_starts_with_the_standard_library_alone(tmp_path):
     """On a bare server the set-up runs in an empty environment, before nbformat is there."""
     import subprocess
     import sys
-    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom.cli, utils.classroom.room as c; "
+    code = ("import sys; sys.modules['nbformat'] = None; import utils.classroom.server_admin, utils.classroom.room as c; "
             "print(c.ToolError.__name__, c.REPO)")
     res = subprocess.run([sys.executable, "-c", code], cwd=rooms.REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

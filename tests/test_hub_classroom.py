@@ -593,10 +593,10 @@ def test_a_class_on_one_server(base):
         docs = room.docs
         cd = docs("instructor", "cd ")
         found = teacher.terminal("command -v python nbgrader jupyter", "python -c 'import distributed'; test $? = 1",
-                                 cd, docs("instructor", "workflow roster"), docs("instructor", "workflow release"))
+                                 cd, docs("instructor", "term roster"), docs("instructor", "term release"))
         assert found[0].count(f"{room.env}/bin/") >= 3, found[0]
         assert "No module named 'distributed'" in found[1], found[1]   # the class grades without Dask
-        assert "imported students from" in found[3], found[3]
+        assert "imported 2 student(s) from" in found[3], found[3]
         alice.nbgrader("fetch")
         r = alice.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
                                                                    "content": room.answered({})})
@@ -630,7 +630,7 @@ def test_a_class_on_one_server(base):
         _check(_sh(room.bob, f"cd '{inbound}' && mkdir '{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged' && "
                              f"mkdir '{room.alice}+{LESSON}+not a date+x' && echo junk > '{room.bob}+{LESSON}+{ts}+file' && "
                              f"ln -s / '{room.bob}+{LESSON}+2099-01-01 00:00:00.000000 UTC+link'"), "bob's junk in inbound/")
-        collected = teacher.terminal(cd, docs("instructor", "workflow collect"))[1]
+        collected = teacher.terminal(cd, docs("instructor", "term collect"))[1]
         assert f"2 submission(s) in submitted/: {room.alice}, {room.bob}" in collected, collected
         notes = (room.course / "refused" / f"{LESSON}.txt").read_text()
         assert f"named for {room.alice} but owned by {room.bob}" in notes and notes.count("\n") == 4, notes
@@ -642,7 +642,7 @@ def test_a_class_on_one_server(base):
         uid = room.users.uid(room.instructor)
         left = [p.name for p in Path(tempfile.gettempdir()).glob("k[bc]-*") if p.lstat().st_uid == uid]
         assert left == [], f"grading left its sandboxes' folders in /tmp: {left}"
-        teacher.terminal(cd, docs("instructor", "workflow feedback"))
+        teacher.terminal(cd, docs("instructor", "term feedback"))
         alice.nbgrader("fetch_feedback")
         fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 6.0 / 6.0" in fb[-1].read_text() and fb[-1].stat().st_uid == room.users.uid(room.alice)

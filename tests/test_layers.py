@@ -15,6 +15,7 @@ imports the other."""
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 from utils.lessons import REPO
@@ -114,3 +115,14 @@ def test_an_upward_import_is_caught():
         "utils.sandbox.probe (utils.sandbox) imports utils.grading (utils.grading)",
         "utils.sandbox.probe (utils.sandbox) imports utils.grading.pipeline (utils.grading)"]
 
+
+
+def test_no_two_modules_share_a_name():
+    """One name, one job: two modules called processes.py (one running nbgrader, one the sandbox's
+    process tree) read as one. Package markers (__init__, __main__) are exempt."""
+    names = Counter(Path(*name.split(".")).name for name in sources()
+                    if not (REPO / Path(*name.split(".")) / "__init__.py").exists())
+    for marker in ("__main__",):
+        names.pop(marker, None)
+    shared = sorted(n for n, count in names.items() if count > 1)
+    assert not shared, f"modules sharing a name in course/ and utils/: {shared}"

@@ -139,7 +139,7 @@ def test_a_kernel_whose_sandbox_ends_at_once_fails_with_bwraps_message(broken_la
     import asyncio
 
     from utils.sandbox import manager
-    from utils.sandbox.errors import SandboxError
+    from utils.sandbox.sandbox_error import SandboxError
 
     monkeypatch.setattr(manager, "start_problem", lambda bwrap="bwrap": None)   # past the check, as a race would be
 

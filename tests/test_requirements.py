@@ -185,7 +185,7 @@ def test_grading_runs_without_dask():
     the Dask runner itself does not; grading with a scheduler named says in one line what to
     install."""
     code = ("import sys\nsys.modules['distributed'] = None\nsys.modules['dask'] = None\n"
-            "import utils.grading.cli, utils.grading.grade_course, utils.grading.report, utils.classroom.workflow\n"
+            "import utils.grading.cli, utils.grading.grade_course, utils.grading.report, utils.classroom.term\n"
             "try:\n    import utils.grading.dask.cluster_runner\nexcept ImportError as err:\n    print('refused:', err)\n"
             "from utils.errors import ToolError\n"
             "try:\n    utils.grading.grade_course._dask_runner('tcp://127.0.0.1:8786', None)\n"

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow,
 def test_the_kernels_own_output_reaches_the_grader_marked_and_limited(capsys):
     import io
 
-    from utils.sandbox.processes import KERNEL_LINE, forward_output
+    from utils.sandbox.kernel_processes import KERNEL_LINE, forward_output
 
     r, w = os.pipe()
     pid = os.fork()

@@ -15,8 +15,11 @@ from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import course_settings
 from utils.scores import read_scores_url
 from utils.classroom.rehearsal import rehearsal_course
-from utils.classroom.workflow import (collect, feedback, import_roster, release, student_fetch,
-                            student_fetch_feedback, student_submit, zip_collect)
+from utils.classroom.feedback import feedback
+from utils.classroom.release import release
+from utils.classroom.roster import import_roster
+from utils.classroom.workflow import collect, zip_collect
+from student_side import student_fetch, student_fetch_feedback, student_submit
 
 pytestmark = pytest.mark.slow
 LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"

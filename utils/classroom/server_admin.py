@@ -52,7 +52,7 @@ from pathlib import Path
 from utils.classroom.environment import runnable_by_everyone
 from utils.classroom.room import (COURSE_ID, DEFAULT_BIND_URL, DEFAULT_EXCHANGE, DEFAULT_HUB_PORT, DEFAULT_PREFIX,
                                   DEFAULT_PROFILE_SCRIPT, DEFAULT_PROXY_API_PORT, Classroom, ToolError, read_students)
-from utils.classroom.setup import add_student, setup
+from utils.classroom.provision import add_student, setup
 from utils.classroom.teardown import teardown
 
 

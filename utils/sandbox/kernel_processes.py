@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from utils.sandbox.errors import SandboxError
+from utils.sandbox.sandbox_error import SandboxError
 
 KERNEL_LINE = "sandboxed kernel | "
 
