@@ -7,6 +7,7 @@
     utils.authoring   build, check, demo and the samples (they grade through utils.grading)
     utils.classroom   a class on one server (its rehearsal course is written with utils.authoring)
     utils.bench       benchmarks over all of the above
+    utils.commands    prefill-decode: each tool by name (it imports them by name, with importlib)
 
 Every import counts, at the top of a module or inside a function, so that a lazy import cannot
 hide a step up. Packages listed together on one line of LAYERS would be independent: neither
@@ -21,7 +22,7 @@ from pathlib import Path
 from utils.lessons import REPO
 
 LAYERS = (("course",), ("utils",), ("utils.sandbox",), ("utils.grading",), ("utils.authoring",),
-          ("utils.classroom",), ("utils.bench",))
+          ("utils.classroom",), ("utils.bench",), ("utils.commands",))
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
