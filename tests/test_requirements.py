@@ -157,15 +157,15 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def test_the_control_a_requirement_taken_out_or_an_import_put_in_fails(tmp_path):
-    """The controls, on a copy: bleach taken out of the class server's list is named (feedback's
+    """The controls, on a copy: nh3 taken out of the class server's list is named (feedback's
     sanitiser imports it); Dask imported at the top of the grading run is named for the class
     server (it does not install Dask); a student module importing the hub is named."""
     root = _copy(tmp_path)
     assert problems(root) == []
     cls = root / "requirements-classroom.txt"
     text = cls.read_text()
-    cls.write_text(re.sub(r"(?m)^bleach==.*\n", "", text))
-    assert any("safe_html.py: imports bleach" in p and "requirements-classroom.txt" in p for p in problems(root)), \
+    cls.write_text(re.sub(r"(?m)^nh3==.*\n", "", text))
+    assert any("safe_html.py: imports nh3" in p and "requirements-classroom.txt" in p for p in problems(root)), \
         problems(root)
     cls.write_text(text)
     run = root / "utils" / "grading" / "grade_course.py"
