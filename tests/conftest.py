@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import grading_runs
+from steps_common import gradebook  # noqa: F401 - a fixture: the step tests' released lesson and its gradebook
 
 from utils.authoring import nbauthor as nb
 from utils.lessons import REPO
@@ -98,8 +99,16 @@ def _rank(item) -> int:
     return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
+# A fast test (neither slow nor browser) gets this limit unless it names its own: the slowest take
+# about 12 s on a loaded 2-core machine; the 900 s of pyproject.toml are for the slow layer.
+FAST_TIMEOUT_S = 30
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)
+    for item in items:
+        if not any(item.get_closest_marker(m) for m in SLOW_MARKERS + ("timeout",)):
+            item.add_marker(pytest.mark.timeout(FAST_TIMEOUT_S))
 
 
 # --- the fast layer: enforced, not hoped ---------------------------------------------------------

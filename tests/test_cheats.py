@@ -14,7 +14,6 @@ Fair students graded in the same run keep full marks, and grading completes for 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -16,15 +16,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from course.checks import CheckFailed, check_close, check_equal, check_raises, checking  # noqa: E402
-from course.formatting import WIDTH, format_number, format_pair, ratio_note  # noqa: E402
-from course.plotting import drawing  # noqa: E402
-from course.quiz import QuizAnswerError, check_choice  # noqa: E402
-from course.stubs import name_stubs  # noqa: E402
+from course.checks import CheckFailed, check_close, check_equal, check_raises, checking
+from course.formatting import WIDTH, format_number, format_pair, ratio_note
+from course.plotting import drawing
+from course.quiz import QuizAnswerError, check_choice
+from course.stubs import name_stubs
 
 
 def stub(x):
@@ -205,17 +205,17 @@ def test_checking_lets_the_students_own_errors_through():
             request_metrics([1.0])
     with pytest.raises(ZeroDivisionError):
         with checking("Exercise A"):
-            1 / 0
+            1 / 0  # noqa: B018 - the ZeroDivisionError the test expects
 
 
 def test_checking_reports_a_missing_return_and_a_missing_key():
     with pytest.raises(CheckFailed, match="returned None: does it end with `return ...`"):
         with checking("Exercise A"):
             m = None  # what `m = f(); m["ttft_s"]` meets when f forgets to return
-            m["ttft_s"]  # noqa: B018
+            m["ttft_s"]
     with pytest.raises(CheckFailed, match="has no key 'ttft_s'"):
         with checking("Exercise A"):
-            {"ttft": 0.4}["ttft_s"]  # noqa: B018
+            {"ttft": 0.4}["ttft_s"]
 
 
 def test_no_empty_chart_under_an_unwritten_plot():

@@ -126,7 +126,7 @@ def test_slow_tests_and_other_threads_are_not_watched():
     """Slow and browser tests may start processes (the rule watches no thread of theirs); nor
     does the rule watch threads other than the test's (a slow test's server, still running)."""
     for markers in (("slow",), ("browser",)):
-        assert in_a_thread(lambda: _watch_state(FakeItem(*markers))) == {"returned": (None, False)}
+        assert in_a_thread(lambda markers=markers: _watch_state(FakeItem(*markers))) == {"returned": (None, False)}
     assert threading.get_ident() in _watched   # this test, a fast one, is watched in its own thread
     assert in_a_thread(lambda: threading.get_ident() in _watched) == {"returned": False}
 
@@ -134,3 +134,14 @@ def test_slow_tests_and_other_threads_are_not_watched():
 def _watch_state(item):
     with _fast_layer_rule(item) as tried:
         return tried, threading.get_ident() in _watched
+
+
+def test_a_fast_test_has_the_short_limit_and_a_slow_one_the_long(request):
+    """tests/conftest.py gives a fast test 30 s (a hang in the fast layer fails in seconds, not
+    after pyproject.toml's 900 s); a slow test keeps the 900 s, or its own."""
+    from conftest import FAST_TIMEOUT_S
+
+    assert request.node.get_closest_marker("timeout").args == (FAST_TIMEOUT_S,) and FAST_TIMEOUT_S == 30
+    slow = [item for item in request.session.items if item.get_closest_marker("slow")]
+    assert all(item.get_closest_marker("timeout") is None or item.get_closest_marker("timeout").args != (FAST_TIMEOUT_S,)
+               for item in slow)

@@ -6,7 +6,6 @@ What nbgrader scores is checked with nbgrader's own determine_grade, on the cell
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 

@@ -17,7 +17,6 @@ import nbformat
 import pytest
 from nbformat.notebooknode import from_dict
 
-from course.observe import MIME
 
 HIDDEN = "observe('flops, hidden case 4', flops(7, 11))"   # a hidden test, as the kernel can read it (In)
 

@@ -579,7 +579,7 @@ def test_a_class_on_one_server(base):
         for name in names:
             hub.start_server(name)
         for name in names:
-            hub.wait(lambda: hub.ready(name), 300, f"{name}'s server")
+            hub.wait(lambda name=name: hub.ready(name), 300, f"{name}'s server")
         TIMINGS["three servers started together, all ready"] = time.monotonic() - t0
         teacher, alice, bob = (Server(hub, n) for n in names)
         t0 = time.monotonic()
@@ -947,7 +947,7 @@ def _check_subdomains(room: Class) -> None:
     for name in (who, bob):
         hub.start_server(name)
     for name in (who, bob):
-        hub.wait(lambda: hub.ready(name), 300, f"{name}'s server under its subdomain")
+        hub.wait(lambda name=name: hub.ready(name), 300, f"{name}'s server under its subdomain")
     origin = {name: f"http://{name}.{domain}:{room.port}" for name in (who, bob)}
     route = hub.api("GET", "/proxy").json()
     assert f"{bob}.{domain}/user/{bob}/" in route and f"/user/{bob}/" not in route, sorted(route)

@@ -15,12 +15,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import nbformat  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import nbformat
+import pytest
 
-from utils.lessons import REPO  # noqa: E402
-from utils.notebooks import nbgrader_meta, strip_markers  # noqa: E402
+from utils.lessons import REPO
+from utils.notebooks import nbgrader_meta, strip_markers
 
 SOURCE = REPO / "source" / "01_two_phases" / "two_phases.ipynb"
 

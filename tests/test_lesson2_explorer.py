@@ -9,11 +9,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
 
-from course import explorer  # noqa: E402
-from course.explorer import DTYPE_BYTES, Calculator, explorer_figure, roofline_explorer  # noqa: E402
+from course import explorer
+from course.explorer import DTYPE_BYTES, Calculator, explorer_figure, roofline_explorer
 
 
 def fake_calculator(calls: list | None = None, broken: bool = False) -> Calculator:

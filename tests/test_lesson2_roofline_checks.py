@@ -8,12 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
-from course.checks import CheckFailed  # noqa: E402
-from course.plotting import check_markers, check_roofline, find_roofline, marker_heights, read_roofline  # noqa: E402
+from course.checks import CheckFailed
+from course.plotting import check_markers, check_roofline, find_roofline, marker_heights, read_roofline
 
 PEAK, BW = 312e12, 2.039e12  # an A100: ridge at 153 FLOP/byte
 RIDGE = PEAK / BW

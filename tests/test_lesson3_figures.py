@@ -7,11 +7,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import nbformat  # noqa: E402
+import matplotlib.pyplot as plt
+import nbformat
 
-from course.plotting import BOUND_COLOR, DECODE_COLOR, hidden_series  # noqa: E402
-from utils.lessons import REPO  # noqa: E402
+from course.plotting import BOUND_COLOR, DECODE_COLOR, hidden_series
+from utils.lessons import REPO
 
 SOURCE = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
 

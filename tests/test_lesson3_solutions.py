@@ -35,7 +35,7 @@ def _cells():
 def solutions() -> dict:
     namespace = {"math": math, "statistics": statistics, "time": time, "torch": torch, "synchronize": synchronize,
                  "integers": integers, "non_negative": non_negative, "positive": positive, "token_ids": token_ids}
-    for gid, cell in _cells().items():
+    for cell in _cells().values():
         if cell.metadata["nbgrader"].get("solution"):
             exec(cell.source, namespace)  # the markers are comments
     return namespace

@@ -13,7 +13,6 @@ from nbgrader.preprocessors import DeduplicateIds, OverwriteCells
 from utils.grading.steps.base import NOTES_KEY, read_notes
 from utils.grading.steps.overwrite import SafeOverwriteCells
 from steps_common import SOURCE_A, gids, lesson, submitted
-from steps_common import gradebook  # noqa: F401 (fixtures)
 
 
 def overwrite(nb, gradebook):

@@ -20,7 +20,6 @@ from utils.grading.steps.observations import collect
 from utils.grading.steps.reference_observations import ReferenceObservations
 from steps_common import (LESSON, NOTEBOOK, SOURCE_A, SOURCE_B, display, error, lesson, lesson_reference,
     observed, submitted)
-from steps_common import gradebook  # noqa: F401 (fixtures)
 
 
 @pytest.fixture

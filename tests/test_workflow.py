@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from utils.notebooks import nbgrader_meta, submission_from
+from utils.notebooks import submission_from
 from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import course_settings
 from utils.scores import read_scores_url

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
 
-from browser.conftest import Browsing, start_lab, stop_lab  # noqa: E402
+from browser.conftest import Browsing, start_lab, stop_lab
 
 pytestmark = pytest.mark.browser
 

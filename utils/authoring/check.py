@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.problems:
             failed += 1
         else:
-            print(f"  ok: full marks, zero on the stub in every cell, release up to date, nothing leaked")
+            print("  ok: full marks, zero on the stub in every cell, release up to date, nothing leaked")
     print(f"{len(names) - failed}/{len(names)} lessons pass the check")
     return 1 if failed else 0
 

@@ -89,7 +89,7 @@ def problems_in(root: Path) -> list[str]:
     rows = read_scores(root)
     problems = []
     for lesson in lessons(root):
-        def total(student):
+        def total(student, lesson=lesson):
             mine = [r for r in rows if r.lesson == lesson and r.student == student]
             return sum(r.score for r in mine), sum(r.max_score for r in mine), bool(mine)
 

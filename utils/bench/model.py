@@ -28,7 +28,7 @@ own). The best is held against the target. Prefill is timed eager and, on a GPU,
 
 from __future__ import annotations
 
-import course  # first: it sets the OpenMP wait policy, which libgomp reads once, when torch loads it
+import course  # noqa: F401 - first: it sets the OpenMP wait policy, which libgomp reads once, when torch loads it
 
 import argparse
 import json

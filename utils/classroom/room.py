@@ -17,7 +17,7 @@ from pathlib import Path
 # Only the standard library here and in what it imports: on a bare server the set-up runs before
 # the environment that holds nbformat and the rest exists (tests/test_classroom.py).
 from utils.errors import ToolError
-from utils.lessons import REPO
+from utils.lessons import REPO as REPO   # the class's modules take it from here
 
 COURSE_ID = "prefill-decode"
 DEFAULT_PREFIX = Path("/opt/prefill-decode")
