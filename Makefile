@@ -18,7 +18,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 .PHONY: classroom env system-deps demo-deps demo lint test test-fast build check grade bench bench-grading gpu-check lab validate lab-instructor clean
 
 # The class server's packages (requirements-classroom.txt) are also kept as files in $(WHEELS), where
-# tests/test_hub_classroom.py has pip find them when it builds a class's environment as the setup
+# tests/classroom/test_hub_classroom.py has pip find them when it builds a class's environment as the setup
 # does (pip install -r requirements-classroom.txt, no index): chosen for the Python that
 # environment is made from (utils/classroom/setup.sh takes /usr/bin/python3 where there is one),
 # whose patch release may be older than this one's (some packages' newest releases refuse it).

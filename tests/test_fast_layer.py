@@ -145,3 +145,18 @@ def test_a_fast_test_has_the_short_limit_and_a_slow_one_the_long(request):
     slow = [item for item in request.session.items if item.get_closest_marker("slow")]
     assert all(item.get_closest_marker("timeout") is None or item.get_closest_marker("timeout").args != (FAST_TIMEOUT_S,)
                for item in slow)
+
+
+def test_every_file_the_test_order_names_is_there(tmp_path):
+    """tests/conftest.py's LONGEST_FIRST (the long files first, so that no test process is left with
+    one alone at the end) stops the run when it names a file that is not there; the control: a
+    file moved away is named."""
+    from conftest import LONGEST_FIRST, _TESTS, missing_files
+
+    assert missing_files() == []
+    for name in LONGEST_FIRST:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert missing_files(folder=tmp_path) == []
+    (tmp_path / LONGEST_FIRST[3]).unlink()
+    assert missing_files(folder=tmp_path) == [LONGEST_FIRST[3]] and (_TESTS / LONGEST_FIRST[3]).is_file()

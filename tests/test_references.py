@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
 import tokenize
 from functools import cache
@@ -38,14 +39,15 @@ def prose_of_python(source: str) -> str:
 
 def prose_files(root: Path = REPO) -> dict[str, str]:
     found = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if not path.is_file() or SKIP & set(rel.parts):
-            continue
-        if path.suffix == ".py":
-            found[rel.as_posix()] = prose_of_python(path.read_text())
-        elif path.suffix in TEXT or path.name in ("Makefile", "run"):
-            found[rel.as_posix()] = path.read_text(errors="replace")
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP and not d.startswith(".venv") and not d.endswith(".egg-info"))
+        for name in sorted(files):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if path.suffix == ".py":
+                found[rel] = prose_of_python(path.read_text())
+            elif path.suffix in TEXT or name in ("Makefile", "run"):
+                found[rel] = path.read_text(errors="replace")
     return found
 
 

@@ -266,7 +266,7 @@ def test_a_python_without_the_packages_is_told_what_it_lacks(tmp_path):
 
 def test_the_graph_check_on_a_cpu_says_eager_and_compares_results():
     """graph_check runs lesson 3's timing path (course.graphs); on a CPU nothing is captured, the
-    path says so, and the 'replayed' step is the eager one (tests/test_graphs.py replays through a
+    path says so, and the 'replayed' step is the eager one (tests/course_package/test_graphs.py replays through a
     fake CUDA layer). On a GPU, make gpu-check writes the same block with the graphs' times."""
     result = gpu_check.graph_check("cpu", rounds=1)
     assert result["path"] == "eager" and result["same"] == {"decode": True, "prefill": True}

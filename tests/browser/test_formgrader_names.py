@@ -1,5 +1,5 @@
 """A student id that carries HTML runs no script in the instructor's formgrader, even where it
-reached the gradebook past the course's doors (they refuse it: tests/test_grading_student_ids.py).
+reached the gradebook past the course's doors (they refuse it: tests/grading/test_grading_student_ids.py).
 
 nbgrader's formgrade template prints the student id, the student's names and the notebook's path
 (also inside a `data-link` attribute) as they are; the course's HTML configuration escapes them

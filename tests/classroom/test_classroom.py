@@ -1,6 +1,6 @@
 """The class server's set-up (utils/classroom/), its checks that need no users (and no root, but for the kernel spec's owner): the
 class list, names, who can run what.
-The whole setup runs in tests/test_hub_classroom.py."""
+The whole setup runs in tests/classroom/test_hub_classroom.py."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ Everything lives under one temporary folder, apart from the users' entries in /e
 /etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
 end with every process the users ran, even when the test fails. Skips, saying why, where it
 cannot run. The hostile entries in inbound/ and the size cap are tested without a hub in
-tests/test_workflow.py, the setup's parts without users in tests/test_classroom.py.
+tests/classroom/test_workflow.py, the setup's parts without users in tests/classroom/test_classroom.py.
 """
 
 from __future__ import annotations

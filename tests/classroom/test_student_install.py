@@ -7,11 +7,11 @@ tests/browser/test_student.py."""
 from __future__ import annotations
 
 import importlib.util
-import socket
 import time
 
 import pytest
 
+from helpers import free_port
 from utils.lessons import REPO
 
 SCRIPT = REPO / "utils" / "classroom" / "student-lab" / "install.py"
@@ -33,15 +33,9 @@ def install(monkeypatch):
     return module, calls
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_an_unreachable_index_is_asked_once_and_pypi_takes_over(install, capsys):
     module, calls = install
-    index = f"http://127.0.0.1:{closed_port()}/whl/cpu"
+    index = f"http://127.0.0.1:{free_port()}/whl/cpu"
     started = time.monotonic()
     assert module.main(["requirements.txt", "--index", index]) == 0
     assert time.monotonic() - started < 5

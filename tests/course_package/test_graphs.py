@@ -13,6 +13,7 @@ import torch
 from course import graphs
 from course.models import ModelConfig
 from course.toy_model import build_model
+from utils.lessons import REPO
 
 TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=97)
 
@@ -237,13 +238,12 @@ def _lesson_helpers(replay):
     """make_decode_step and prefill_run as lesson 3 defines them (its section 2 cell), with
     `replayed` standing for course.graphs.replayed as a GPU would run it."""
     import ast
-    from pathlib import Path
 
     import nbformat
 
     from course.counting import count_kernel_flops
 
-    path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+    path = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
     cell = next(c for c in nbformat.read(str(path), as_version=4).cells if "def make_decode_step(" in c.source)
     tree = ast.parse(cell.source)
     wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("make_decode_step", "prefill_run")]
@@ -309,11 +309,10 @@ def test_attention_is_restricted_to_a_kernel_that_gives_the_right_results():
 
 
 def _cell(marker: str) -> str:
-    from pathlib import Path
 
     import nbformat
 
-    path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+    path = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
     return next(c.source for c in nbformat.read(str(path), as_version=4).cells
                 if c.cell_type == "code" and marker in c.source)
 
@@ -379,11 +378,10 @@ def test_counting_flops_captures_no_graph_to_throw_away():
     """Wherever the lesson keeps only the FLOPs of prefill_run or make_decode_step (`[1]`), it asks
     for no graph (graph=False): on a GPU a capture made only to be thrown away costs memory and time."""
     import ast
-    from pathlib import Path
 
     import nbformat
 
-    path = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+    path = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
     thrown = []
     for cell in nbformat.read(str(path), as_version=4).cells:
         if cell.cell_type != "code" or cell.source.lstrip().startswith("%"):

@@ -9,7 +9,6 @@ Lesson 01_tiny: add_test 2 points, mul_test 3, sub_test 1 (6 in all).
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from helpers import digest
 from steps_common import JPEG, PNG, SVG
 from utils.notebooks import nbgrader_meta, submission_from
 from utils.grading.grade_course import grade, grade_lessons
@@ -132,11 +132,6 @@ def _submissions(course: Path) -> dict[str, object]:
     return subs
 
 
-def _digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     course = rehearsal_course(tmp_path_factory.mktemp("bad") / "course",
@@ -160,7 +155,7 @@ def graded(tmp_path_factory):
     # a student id nbgrader would read as a pattern (matching every other student), and one of markup
     shutil.copytree(course / "submitted" / "good_a", course / "submitted" / "pattern*")
     shutil.copytree(course / "submitted" / "good_a", course / "submitted" / HOSTILE_ID)
-    before = _digest(course / "submitted")
+    before = digest(course / "submitted")
     run = grade_lessons(course, [LESSON], workers=2, cell_timeout=CELL_TIMEOUT)
     outcomes = {o.student: o for o in run.outcomes}
     return course, run, outcomes, before
@@ -180,7 +175,7 @@ def _notes(outcome) -> str:
 
 def test_submitted_files_are_byte_identical_after_grading(graded):
     course, _, _, before = graded
-    assert _digest(course / "submitted") == before
+    assert digest(course / "submitted") == before
 
 
 def test_every_submission_has_an_outcome_and_good_ones_get_full_marks(graded):

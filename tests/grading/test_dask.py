@@ -2,7 +2,7 @@
 processes on loopback (free ports, --nthreads 1, each its own scratch folder as TMPDIR), started
 once for the module: both workers share no disk with the grader (each in a mount namespace of its
 own where the course folder is empty, from its own clone of the repository at another path), a
-real PostgreSQL gradebook (tests/test_postgres.py's server).
+real PostgreSQL gradebook (tests/grading/test_postgres.py's server).
 
 One class, cheap on purpose: lesson 1's three sample students (reference answers, the untouched
 release, plausible mistakes), graded once on the cluster (fresh reference cache: the reference runs
@@ -38,7 +38,7 @@ import nbformat
 import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded as graded_locally, want
-from test_postgres import postgres_url  # noqa: F401 - the module's PostgreSQL server (a fixture)
+from helpers import free_port
 from utils.lessons import REPO
 from utils.scores import read_scores_url
 from utils.scratch import scratch_course
@@ -103,7 +103,7 @@ def _csv_rows(course: Path) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def loopback(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixture
+def loopback(postgres_url, tmp_path_factory):
     """The module's cluster (two workers that cannot see the class's course folder) and that
     course (lesson 1's samples, the PostgreSQL gradebook). The last test that uses it kills it."""
     _need_cluster_tools()
@@ -116,7 +116,7 @@ def loopback(postgres_url, tmp_path_factory):  # noqa: F811 - the imported fixtu
 
 
 @pytest.fixture(scope="module")
-def graded(loopback, postgres_url):  # noqa: F811 - the imported fixture
+def graded(loopback, postgres_url):
     from distributed import Client
 
     cluster, course = loopback["cluster"], loopback["course"]
@@ -208,7 +208,7 @@ def test_a_scheduler_started_as_the_docs_say_runs_the_course_tasks(loopback):
         c.client.close()
 
 
-def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres_url, tmp_path, monkeypatch,  # noqa: F811
+def test_a_worker_killed_mid_submission_costs_nothing(loopback, graded, postgres_url, tmp_path, monkeypatch,
                                                      capfd):
     """On the module's cluster, after the class was graded there (`graded`: this test kills a worker
     and then the scheduler, so it runs last of the tests that use the cluster)."""
@@ -506,15 +506,12 @@ def _one_line_refusal(address: str, match: str, **options) -> str:
 
 
 def test_a_dashboard_url_a_closed_port_and_another_service_each_give_one_line():
-    import socket
     import socketserver
 
     pytest.importorskip("distributed", reason="dask and distributed are not installed (requirements-instructor.txt)")
     line, _ = _one_line_refusal("http://127.0.0.1:8787/status", "is a web address (the scheduler's dashboard?)")
     assert "tcp://HOST:8786" in line
-    with socket.socket() as s:   # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()   # a port nothing listens on
     _, seconds = _one_line_refusal(f"tcp://127.0.0.1:{port}", f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}")
     assert seconds < 5
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.notebooknode import from_dict
+from utils.lessons import REPO
 
 
 HIDDEN = "observe('flops, hidden case 4', flops(7, 11))"   # a hidden test, as the kernel can read it (In)
@@ -244,7 +245,7 @@ def test_a_notebook_of_many_short_cells_is_stopped_at_its_total_and_scored_with_
 
 
 def test_the_total_time_is_stated_in_the_config():
-    text = (Path(__file__).parents[1] / "nbgrader_config.py").read_text()
+    text = (REPO / "nbgrader_config.py").read_text()
     assert "c.SafeExecute.notebook_timeout = " in text
 
 

@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want, want_samples
+from grading_runs import failed as failed_cells
 from utils.lessons import REPO
 from utils.notebooks import graded_cells
 from utils.authoring.samples_io import load_samples
@@ -61,9 +62,7 @@ GRADED = graded_cells(nbformat.read(str(SOURCE), as_version=4))
 
 
 def failed(name: str) -> set[str]:
-    verdicts = graded(LESSON).verdicts_of(name)
-    assert set(verdicts) == set(GRADED), f"{name}: verdicts for {sorted(verdicts)}"
-    return graded(LESSON).failed(name)
+    return failed_cells(LESSON, name, every=set(GRADED))
 
 
 def test_reference_observations_labelled_uniquely_in_every_graded_cell():

@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from grading_runs import RELEASE, graded, judged_in_one_kernel, want_samples
+from grading_runs import failed as failed_cells
 from utils.lessons import REPO, source_notebook
 from utils.notebooks import nbgrader_meta
 from utils.authoring.samples_io import load_samples
@@ -62,7 +63,7 @@ def graded_cells_of(solution_id: str) -> set[str]:
 
 
 def failed(name: str) -> set[str]:
-    return graded(LESSON).failed(name)
+    return failed_cells(LESSON, name)
 
 
 def test_reference_observes_in_every_graded_cell():

@@ -12,7 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+from utils.lessons import REPO
+
+NOTEBOOK = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
 SAMPLES = importlib.import_module("utils.authoring.samples.03_timing_prefill_decode")
 
 

@@ -21,6 +21,7 @@ import pytest
 import nbformat
 
 from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, samples_module, want_samples
+from grading_runs import failed as failed_cells
 from utils.lessons import REPO
 from utils.notebooks import nbgrader_meta, submission_from
 from utils.grading.steps.observations import compare_notebooks, run_observed
@@ -75,7 +76,7 @@ def submission(notebooks, overrides, tmp_path, name):
 
 
 def failed(name: str) -> set[str]:
-    return graded(LESSON).failed(name)
+    return failed_cells(LESSON, name)
 
 
 def test_reference_observations_are_labelled_uniquely():

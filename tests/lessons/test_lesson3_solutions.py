@@ -20,8 +20,9 @@ from course.device import synchronize
 from course.models import ModelConfig
 from course.toy_model import build_model
 from course.validate import integers, non_negative, positive, token_ids
+from utils.lessons import REPO
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
+NOTEBOOK = REPO / "source" / "03_timing_prefill_decode" / "timing_prefill_decode.ipynb"
 TINY = ModelConfig("tiny", n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=96, vocab_size=97)
 
 

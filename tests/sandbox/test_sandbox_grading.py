@@ -10,7 +10,6 @@ test_cheats.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import threading
 import time
@@ -29,6 +28,7 @@ from utils.grading.grade_course import grade_lessons
 from utils.grading.settings import course_settings
 from utils.sandbox.probe import unavailable
 from utils.classroom.rehearsal import rehearsal_course
+from helpers import digest
 from sandbox_common import ADD, LESSON, NB, PLANTED, QUIZ, TAG, _write, cheats
 
 
@@ -80,11 +80,6 @@ LAUNCHER = ("import os, sys\nopen('SHADOWED', 'w').write('imported from the subm
             "sys.path = [p for p in sys.path if os.path.abspath(p or '.') != here]\n"
             "sys.argv.append('--IPKernelApp.exec_lines=get_ipython().input_transformers_cleanup.append(lambda l: [])')\n"
             "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n")
-
-
-def _digest(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
 class Listener:
@@ -178,7 +173,7 @@ def graded(tmp_path_factory):
         folder.mkdir(parents=True)
         nbformat.write(submission_from(quiz_release, quiz_source, {"q1_answer": answer}), str(folder / "quiz.ipynb"))
 
-    before = {"submitted": _digest(course / "submitted"), "source": _digest(course / "source")}
+    before = {"submitted": digest(course / "submitted"), "source": digest(course / "source")}
     run = grade_lessons(course, [LESSON, QUIZ], workers=2, cell_timeout=20)
     time.sleep(0.5)
     listener.stop = True
@@ -242,8 +237,8 @@ def test_fair_work_gets_full_marks(graded, student):
 
 def test_nothing_outside_the_work_folder_changed(graded):
     course, _, before, _, planted, _ = graded
-    assert _digest(course / "submitted") == before["submitted"]
-    assert _digest(course / "source") == before["source"]
+    assert digest(course / "submitted") == before["submitted"]
+    assert digest(course / "source") == before["source"]
     assert planted == []
 
 

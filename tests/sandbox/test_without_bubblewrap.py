@@ -8,7 +8,6 @@ in it). Nothing is uninstalled.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from utils.scratch import scratch_course
 from utils.sandbox.probe import OPT_OUT
 
 from conftest import SYNTH, make_course, synthetic_cells
+from helpers import digest
 
 
 def path_without(tool: str, shadows: Path) -> str:
@@ -53,10 +53,6 @@ def no_bwrap_env(tmp_path) -> dict[str, str]:
     return dict(os.environ, PATH=path_without("bwrap", tmp_path / "shadow"))
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 # --- the demo ---------------------------------------------------------------------------------
 
 def test_the_demo_names_why_it_grades_without_the_sandbox(tmp_path, monkeypatch):
@@ -80,11 +76,11 @@ def test_the_demo_names_why_it_grades_without_the_sandbox(tmp_path, monkeypatch)
 @pytest.mark.slow
 def test_demo_run_without_the_sandbox_turns_it_off_in_the_scratch_course_only(tmp_path):
     root = make_course(tmp_path / "c", synthetic_cells())
-    before = _digest(root / "nbgrader_config.py")
+    before = digest(root / "nbgrader_config.py")
     scratch, table, problems = demo.run(root, build_release=False, sandbox=False)
     assert problems == [] and REFERENCE in table and RELEASE in table
     assert OPT_OUT in (scratch / "nbgrader_config.py").read_text()
-    assert _digest(root / "nbgrader_config.py") == before
+    assert digest(root / "nbgrader_config.py") == before
     assert {r.student for r in read_scores(scratch) if r.lesson == SYNTH} == {REFERENCE, RELEASE}
     shutil.rmtree(scratch, ignore_errors=True)
 
@@ -95,7 +91,7 @@ def test_make_demo_passes_without_bubblewrap_and_says_so(no_bwrap_env):
     lesson's samples is test_lessons.py's, in the sandbox): the lesson is built, its three samples
     graded without the sandbox, the scores printed, and the line about the sandbox is at the top and
     in the summary."""
-    config = _digest(REPO / "nbgrader_config.py")
+    config = digest(REPO / "nbgrader_config.py")
     first = demo.lessons(REPO)[0]
     proc = subprocess.run([sys.executable, "-m", "utils.authoring.demo", first], cwd=REPO, env=no_bwrap_env,
                           capture_output=True, text=True, timeout=1800)
@@ -116,7 +112,7 @@ def test_make_demo_passes_without_bubblewrap_and_says_so(no_bwrap_env):
         assert len(scores) == 3 and all("/" in s for s in scores)
     scratch = Path(next(l for l in lines if l.startswith("graded in the scratch course")).split()[5])
     assert OPT_OUT in (scratch / "nbgrader_config.py").read_text()
-    assert _digest(REPO / "nbgrader_config.py") == config
+    assert digest(REPO / "nbgrader_config.py") == config
     shutil.rmtree(scratch, ignore_errors=True)
 
 

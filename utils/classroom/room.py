@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # Only the standard library here and in what it imports: on a bare server the set-up runs before
-# the environment that holds nbformat and the rest exists (tests/test_classroom.py).
+# the environment that holds nbformat and the rest exists (tests/classroom/test_classroom.py).
 from utils.errors import ToolError
 from utils.lessons import REPO as REPO   # the class's modules take it from here
 
