@@ -1,6 +1,6 @@
-"""A class on one Linux server, end to end, as docs/instructors.md tells the administrator to run it.
+"""A class on one Linux server, end to end, as docs/class-server.md tells the administrator to run it.
 
-Every command of docs/instructors.md's class blocks (read from the page: a command added there that
+Every command of docs/class-server.md's class blocks (read from the page: a command added there that
 the test does not run fails it), as the user the block names. The one command (`bash
 utils/classroom/setup.sh`, twice: the second run changes nothing) into this test's own folders,
 with real Unix users of random names and passwords; its first run builds the class's environment
@@ -13,7 +13,7 @@ of their servers (terminado websockets, login shells): roster, release, fetch, v
 collect, grade in the sandbox (in an environment without Dask), feedback, fetch feedback, the class
 report; the formgrader lists the scores; add-student adds a fourth user; teardown ends it. Then what one student must not do to another, each check beside a control that shows it
 can fail: the same probe run by the owner (or against a submission made by nbgrader's own submit)
-succeeds. And the class server's attacks of docs/instructors.md's threat model, as a student, each
+succeeds. And the class server's attacks of docs/threat-model.md, as a student, each
 with its control: a classmate's kernel heard through loopback TCP, modules and a config planted in
 a submission, a script on a student's page with the instructor's cookies, the hub's ports taken
 while it is stopped, the checkout the class was set up from, sandbox folders left in /tmp, the
@@ -140,14 +140,14 @@ def _pip_from_wheels() -> dict[str, str]:
 
 # --- the docs' commands ---------------------------------------------------------------------------
 
-DOC = REPO / "docs" / "instructors.md"
-# docs/instructors.md's blocks of class commands, each opened by a line saying who runs them
+DOC = REPO / "docs" / "class-server.md"
+# docs/class-server.md's blocks of class commands, each opened by a line saying who runs them
 ROLES = {"root": "# as root, in the clone", "instructor": "# as the instructor, in a terminal of their JupyterLab",
          "student": "# as a student, in a terminal of their JupyterLab"}
 
 
 def doc_commands() -> dict[str, list[str]]:
-    """The commands of each role's blocks in docs/instructors.md, in order, comments left out."""
+    """The commands of each role's blocks in docs/class-server.md, in order, comments left out."""
     text = DOC.read_text()
     found: dict[str, list[str]] = {}
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
@@ -172,7 +172,7 @@ class Docs:
 
     def __call__(self, role: str, containing: str) -> str:
         hits = [c for c in self.commands.get(role, []) if containing in c]
-        assert len(hits) == 1, f"docs/instructors.md: one command with {containing!r} for {role} expected, found {hits}"
+        assert len(hits) == 1, f"docs/class-server.md: one command with {containing!r} for {role} expected, found {hits}"
         self.used.add((role, hits[0]))
         line = hits[0]
         for old, new in self.names.items():
@@ -685,7 +685,7 @@ def test_a_class_on_one_server(base):
         t0 = time.monotonic()
         _check_teardown(room)
         TIMINGS["teardown"] = time.monotonic() - t0
-        assert docs.unused() == [], f"commands of docs/instructors.md this test does not run: {docs.unused()}"
+        assert docs.unused() == [], f"commands of docs/class-server.md this test does not run: {docs.unused()}"
     finally:
         if room.hub is not None:
             room.hub.stop()

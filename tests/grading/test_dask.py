@@ -2,7 +2,7 @@
 processes on loopback (free ports, --nthreads 1, each its own scratch folder as TMPDIR), started
 once for the module: both workers share no disk with the grader (each in a mount namespace of its
 own where the course folder is empty, from its own clone of the repository at another path), a
-real PostgreSQL gradebook (tests/grading/test_postgres.py's server).
+real PostgreSQL gradebook (tests/grading/conftest.py's server).
 
 One class, cheap on purpose: lesson 1's three sample students (reference answers, the untouched
 release, plausible mistakes), graded once on the cluster (fresh reference cache: the reference runs
