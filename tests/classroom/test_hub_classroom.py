@@ -523,17 +523,10 @@ def _probes(room: Class, victim: str, submission: Path) -> dict[str, str]:
     }
 
 
-# --- the test -------------------------------------------------------------------------------------
-
-@pytest.fixture
-def base():
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
-    folder = Path(tempfile.mkdtemp(prefix="hub-class-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-
+# --- the tests ------------------------------------------------------------------------------------
+# One class, set up once for the module (its fixture), then one test per check, in order; a check
+# that needs an earlier step skips, naming it, when that step failed, and every independent check
+# still runs. Cleaning up is the fixture's teardown.
 
 def _remove_env_later(room: Class, base: Path) -> None:
     """The class's environment (some 45,000 files) moved out of the test's folder and removed by a
@@ -551,52 +544,106 @@ def _scores(grade_output: str) -> dict[str, str]:
     return dict(re.findall(r"^01_tiny\s+(\S+): (\d+(?:\.\d+)?/\d+)", grade_output, flags=re.M))
 
 
-def test_a_class_on_one_server(base):
+@pytest.fixture(scope="module")
+def room():
+    """The class, built once (users, environment, course, the one command twice); removed after the
+    module's last test, whatever failed."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    base = Path(tempfile.mkdtemp(prefix="hub-class-", dir="/tmp"))
+    base.chmod(0o755)
     TIMINGS.clear()
     t_start = time.monotonic()
     room = Class(base)
+    room.done = set()   # the steps that succeeded, for the checks that need them
     try:
         t0 = time.monotonic()
-        first, again = room.build()
+        room.first, room.again = room.build()
         TIMINGS["users, environment, course, the one command twice"] = time.monotonic() - t0
         if not _can(room.instructor, "bwrap --unshare-all --ro-bind / / --proc /proc --dev /dev true"):
             pytest.skip("bubblewrap cannot start a sandbox as an unprivileged user here (user namespaces)")
+        yield room
+    finally:
+        if room.hub is not None:
+            room.hub.stop()
+        t0 = time.monotonic()
+        problems = room.users.remove_all()
+        room.profile.unlink(missing_ok=True)
+        _remove_env_later(room, base)
+        shutil.rmtree(base, ignore_errors=True)
+        TIMINGS["cleaning up: users, processes, folders"] = time.monotonic() - t0
+        TIMINGS["whole module"] = time.monotonic() - t_start
+        print("timings (s):", json.dumps({k: round(v, 1) for k, v in TIMINGS.items()}),
+              "load average:", Path("/proc/loadavg").read_text().split()[:3])
+    assert not problems, problems
+    assert not base.exists()
+
+
+def _needs(room: Class, *steps: str) -> None:
+    missing = [s for s in steps if s not in room.done]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}, which failed earlier in this module")
+
+
+class TestAClassOnOneServer:
+    def test_the_one_command_sets_up_and_a_second_run_changes_nothing(self, room):
+        first, again = room.first, room.again
         assert f"hub URL      http://127.0.0.1:{room.port}/" in first and "left to you" in first, first
         assert "shares the hub's origin" in first and "WARNING" not in first, first   # loopback, one origin
         assert "changed this run: 0" in again and "installing" not in again, f"a second run changed things:\n{again}"
+
+    def test_the_layout(self, room):
         t0 = time.monotonic()
         _check_layout(room)
         _check_checkout(room)
         TIMINGS["the layout's checks"] = time.monotonic() - t0
 
+    def test_the_hub_logs_in_only_with_the_users_password(self, room):
         hub = room.hub = Hub(room)
+        room.done.add("the hub")
         _check_hub_face(room)
         pw = room.users.passwords
         assert hub.login(room.alice, pw[room.alice]) == 302
         assert hub.login(room.alice, pw[room.bob]) == 403 and hub.login("nobody", "nobody") == 403
+
+    def test_three_servers_start_together(self, room):
+        _needs(room, "the hub")
         t0 = time.monotonic()
         names = (room.instructor, room.alice, room.bob)
         for name in names:
-            hub.start_server(name)
+            room.hub.start_server(name)
         for name in names:
-            hub.wait(lambda name=name: hub.ready(name), 300, f"{name}'s server")
+            room.hub.wait(lambda name=name: room.hub.ready(name), 300, f"{name}'s server")
         TIMINGS["three servers started together, all ready"] = time.monotonic() - t0
-        teacher, alice, bob = (Server(hub, n) for n in names)
+        room.teacher, room.alice_server, room.bob_server = (Server(room.hub, n) for n in names)
+        room.done.add("the servers")
+
+    def test_the_servers_and_their_kernels(self, room):
+        _needs(room, "the servers")
         t0 = time.monotonic()
-        _check_servers(room, alice, teacher)
-        _check_kernels(room, alice)
+        _check_servers(room, room.alice_server, room.teacher)
+        _check_kernels(room, room.alice_server)
         TIMINGS["the servers' and kernels' checks"] = time.monotonic() - t0
 
-        # the round trip: the instructor and bob in terminals, typing the docs' commands; alice
-        # through the REST API (what the Assignments tab's buttons send)
-        t_trip = time.monotonic()
+    # the round trip: the instructor and bob in terminals, typing the docs' commands; alice
+    # through the REST API (what the Assignments tab's buttons send)
+    def test_the_instructor_imports_the_roster_and_releases(self, room):
+        _needs(room, "the servers")
+        room.t_trip = time.monotonic()
         docs = room.docs
-        cd = docs("instructor", "cd ")
-        found = teacher.terminal("command -v python nbgrader jupyter", "python -c 'import distributed'; test $? = 1",
-                                 cd, docs("instructor", "term roster"), docs("instructor", "term release"))
+        room.cd = docs("instructor", "cd ")
+        found = room.teacher.terminal("command -v python nbgrader jupyter",
+                                      "python -c 'import distributed'; test $? = 1",
+                                      room.cd, docs("instructor", "term roster"), docs("instructor", "term release"))
         assert found[0].count(f"{room.env}/bin/") >= 3, found[0]
         assert "No module named 'distributed'" in found[1], found[1]   # the class grades without Dask
         assert "imported 2 student(s) from" in found[3], found[3]
+        room.done.add("the release")
+
+    def test_two_students_fetch_validate_and_submit(self, room):
+        _needs(room, "the release")
+        alice, bob, docs = room.alice_server, room.bob_server, room.docs
         alice.nbgrader("fetch")
         r = alice.call("PUT", f"/api/contents/{LESSON}/{NB}", json={"type": "notebook", "format": "json",
                                                                    "content": room.answered({})})
@@ -615,91 +662,117 @@ def test_a_class_on_one_server(base):
         # modules and configuration planted beside the notebook, to run as whoever opens the folder
         _check(_sh(room.bob, _plant(room, f"~/{LESSON}")), "bob plants modules")
         bob.terminal(docs("student", "nbgrader submit"))
-        a_sub, b_sub = room.inbound(room.alice)[-1], room.inbound(room.bob)[-1]
-        for sub in (a_sub, b_sub):
+        room.a_sub, room.b_sub = room.inbound(room.alice)[-1], room.inbound(room.bob)[-1]
+        room.done.add("the submissions")
+        for sub in (room.a_sub, room.b_sub):
             assert sub.stat().st_mode & 0o7777 in (0o750, 0o2750) and sub.stat().st_gid == pwd.getpwnam(room.instructor).pw_gid
 
-        # bob, knowing the name of alice's submission, tries it; then forges one in her name and
-        # drops junk into inbound/ (collect must refuse each and collect both students)
-        probes = _probes(room, room.alice, a_sub)
-        sub_probes = {k: v for k, v in probes.items() if "submission" in k and "secret" not in k}
+    def test_a_classmate_cannot_touch_a_submission(self, room):
+        """bob, knowing the name of alice's submission, tries it."""
+        _needs(room, "the submissions")
+        room.probes = _probes(room, room.alice, room.a_sub)
+        sub_probes = {k: v for k, v in room.probes.items() if "submission" in k and "secret" not in k}
         leaks = [what for what, script in sub_probes.items() if _can(room.bob, script)]
         assert leaks == [], f"a classmate can: {leaks}"
+
+    def test_collect_refuses_forgeries_and_collects_both(self, room):
+        """bob forges a submission in alice's name and drops junk into inbound/: collect refuses
+        each and collects both students."""
+        _needs(room, "the submissions")
         inbound = room.exchange / COURSE_ID / "inbound"
-        ts = a_sub.name.split("+")[2]
+        ts = room.a_sub.name.split("+")[2]
         _check(_sh(room.bob, f"cd '{inbound}' && mkdir '{room.alice}+{LESSON}+2099-01-01 00:00:00.000000 UTC+forged' && "
                              f"mkdir '{room.alice}+{LESSON}+not a date+x' && echo junk > '{room.bob}+{LESSON}+{ts}+file' && "
                              f"ln -s / '{room.bob}+{LESSON}+2099-01-01 00:00:00.000000 UTC+link'"), "bob's junk in inbound/")
-        collected = teacher.terminal(cd, docs("instructor", "term collect"))[1]
+        collected = room.teacher.terminal(room.cd, room.docs("instructor", "term collect"))[1]
         assert f"2 submission(s) in submitted/: {room.alice}, {room.bob}" in collected, collected
+        room.done.add("the collect")
         notes = (room.course / "refused" / f"{LESSON}.txt").read_text()
         assert f"named for {room.alice} but owned by {room.bob}" in notes and notes.count("\n") == 4, notes
 
+    def test_grading_in_the_sandbox_from_the_instructors_terminal(self, room):
+        _needs(room, "the collect")
         t0 = time.monotonic()
-        graded = teacher.terminal(cd, docs("instructor", "utils.grading 0"), timeout=400)[1]
+        graded = room.teacher.terminal(room.cd, room.docs("instructor", "utils.grading 0"), timeout=400)[1]
         TIMINGS["grading two submissions in the sandbox, from the instructor's terminal"] = time.monotonic() - t0
         assert _scores(graded.replace("\r", "")) == {room.alice: "6/6", room.bob: "3/6"}, graded
+        room.done.add("the grading")
         uid = room.users.uid(room.instructor)
         left = [p.name for p in Path(tempfile.gettempdir()).glob("k[bc]-*") if p.lstat().st_uid == uid]
         assert left == [], f"grading left its sandboxes' folders in /tmp: {left}"
-        teacher.terminal(cd, docs("instructor", "term feedback"))
-        alice.nbgrader("fetch_feedback")
+
+    def test_each_student_fetches_their_own_feedback(self, room):
+        _needs(room, "the grading")
+        room.teacher.terminal(room.cd, room.docs("instructor", "term feedback"))
+        room.alice_server.nbgrader("fetch_feedback")
         fb = sorted(room.home(room.alice).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 6.0 / 6.0" in fb[-1].read_text() and fb[-1].stat().st_uid == room.users.uid(room.alice)
-        bob.terminal(docs("student", "fetch_feedback"))
+        room.bob_server.terminal(room.docs("student", "fetch_feedback"))
         fb = sorted(room.home(room.bob).glob(f"{LESSON}/feedback/*/tiny.html"))
         assert fb and "Score: 3.0 / 6.0" in fb[-1].read_text() and "HIDDEN-CHECK" not in fb[-1].read_text()
-        TIMINGS["round trip (release to fetched feedback)"] = time.monotonic() - t_trip
+        TIMINGS["round trip (release to fetched feedback)"] = time.monotonic() - room.t_trip
+
+    def test_planted_modules_never_ran(self, room):
+        _needs(room, "the grading")
         _check_planted(room)
-        # what the class got wrong: the report in the terminal, the submissions in the formgrader
+
+    def test_the_class_report_in_the_terminal(self, room):
+        """What the class got wrong: the report in the terminal."""
+        _needs(room, "the grading")
         t0 = time.monotonic()
-        report = teacher.terminal(cd, docs("instructor", "utils.grading.report"))[1]
+        report = room.teacher.terminal(room.cd, room.docs("instructor", "utils.grading.report"))[1]
         assert f"{LESSON}/mul_test" in report, report
         TIMINGS["the class report, from the instructor's terminal"] = time.monotonic() - t0
-        t0 = time.monotonic()
-        _check_formgrader(room, teacher)
-        _check_add_student(room)
-        TIMINGS["the formgrader's submissions, add-student"] = time.monotonic() - t0
 
-        # every probe: refused to bob; the control, alice on her own, succeeds (the probe can succeed)
-        t0 = time.monotonic()
+    def test_the_formgrader_shows_the_submissions(self, room):
+        _needs(room, "the grading")
+        _check_formgrader(room, room.teacher)
+
+    def test_add_student(self, room):
+        _check_add_student(room)
+
+    def test_every_probe_is_refused_to_a_classmate_and_works_for_the_owner(self, room):
+        """Every probe: refused to bob; the control, alice on her own, succeeds (the probe can succeed)."""
+        _needs(room, "the submissions")
+        probes = getattr(room, "probes", None) or _probes(room, room.alice, room.a_sub)
         leaks = [what for what, script in probes.items() if "move" not in what and _can(room.bob, script)]
         assert leaks == [], f"a classmate can: {leaks}"
         owner = {k: v for k, v in probes.items() if k not in ("move her submission away", "delete from her submission")}
         cannot = [what for what, script in owner.items() if not _can(room.alice, script)]
         assert cannot == [], f"the controls failed: alice cannot {cannot} herself"
-        # control: a submission made with nbgrader's own submit (0777) is open to a classmate
+
+    def test_the_control_nbgraders_own_submit_leaves_a_submission_open(self, room):
+        _needs(room, "the release")
         _check(_sh(room.bob, f"cd ~ && nbgrader submit {LESSON} "
                              "--ExchangeFactory.submit=nbgrader.exchange.default.submit.ExchangeSubmit"), "bob, nbgrader's submit")
         plain = room.inbound(room.bob)[-1]
         opened = [what for what, script in _probes(room, room.bob, plain).items()
                   if "submission" in what and "secret" not in what and "move" not in what and _can(room.alice, script)]
         assert len(opened) >= 4, f"the control: nbgrader's own submission was expected to be open, {opened}"
+
+    def test_the_instructors_side_is_the_instructors_alone(self, room):
         _check_instructor_only(room)
+
+    def test_one_origin(self, room):
+        _needs(room, "the servers")
         _check_one_origin(room)
+
+    def test_the_ports_after_the_hub(self, room):
+        _needs(room, "the hub")
         _check_ports_after_the_hub(room)
-        TIMINGS["isolation checks and controls"] = time.monotonic() - t0
+
+    def test_the_class_again_with_subdomains(self, room):
         t0 = time.monotonic()
         _check_subdomains(room)
         TIMINGS["the class again with --subdomain-host: setup, hub, two servers, checks"] = time.monotonic() - t0
+
+    def test_teardown(self, room):
         t0 = time.monotonic()
         _check_teardown(room)
         TIMINGS["teardown"] = time.monotonic() - t0
-        assert docs.unused() == [], f"commands of docs/class-server.md this test does not run: {docs.unused()}"
-    finally:
-        if room.hub is not None:
-            room.hub.stop()
-        t0 = time.monotonic()
-        problems = room.users.remove_all()
-        room.profile.unlink(missing_ok=True)
-        _remove_env_later(room, base)
-        shutil.rmtree(base, ignore_errors=True)
-        TIMINGS["cleaning up: users, processes, folders"] = time.monotonic() - t0
-        TIMINGS["whole test"] = time.monotonic() - t_start
-        print("timings (s):", json.dumps({k: round(v, 1) for k, v in TIMINGS.items()}),
-              "load average:", Path("/proc/loadavg").read_text().split()[:3])
-        assert not problems, problems
-        assert not base.exists()
+
+    def test_every_command_of_the_docs_ran(self, room):
+        assert room.docs.unused() == [], f"commands of docs/class-server.md this test does not run: {room.docs.unused()}"
 
 
 def _check_formgrader(room: Class, teacher: Server) -> None:
