@@ -50,7 +50,7 @@ def test_an_unknown_tool_is_named(capsys):
 
 def test_the_console_script_is_installed_from_pyproject():
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "prefill-decode"]
-    assert script.value == "utils.commands:main"
+    assert script.value == "prefill_decode:main"
 
 
 @pytest.mark.slow   # a Python process
@@ -66,7 +66,16 @@ def test_the_class_servers_copy_of_the_package_has_no_script():
     from utils.classroom.environment import without_scripts
 
     text = (REPO / "pyproject.toml").read_text()
-    assert 'prefill-decode = "utils.commands:main"' in text   # the control
+    assert 'prefill-decode = "prefill_decode:main"' in text   # the control
     copy = without_scripts(text)
-    assert "utils.commands" not in copy and "[project.scripts]" not in copy
-    assert "[project]" in copy and "[tool.setuptools.packages.find]" in copy and 'name = "prefill-decode-course"' in copy
+    assert "prefill_decode:main" not in copy and "[project.scripts]" not in copy
+    assert "[project]" in copy and "[tool.setuptools]" in copy and 'name = "prefill-decode-course"' in copy
+
+
+@pytest.mark.slow   # a Python process
+def test_the_tools_are_not_importable_outside_the_checkout(tmp_path):
+    """Only the command's starter is installed: a Python of this environment in another folder (a
+    Dask scheduler's, a worker's own clone's) does not find utils/; the control: `course` it does."""
+    code = "import importlib.util as u; print(u.find_spec('utils') is None, u.find_spec('course') is not None)"
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.stdout.split() == ["True", "True"], res.stdout + res.stderr[-2000:]

@@ -1,4 +1,5 @@
-"""prefill-decode: the instructor's tools under one command (pyproject.toml's console script).
+"""prefill-decode: the instructor's tools under one command (pyproject.toml's console script,
+started by prefill_decode.py at the top of the checkout).
 
     prefill-decode TOOL [ARGS ...]      each TOOL's own options: prefill-decode TOOL --help
 

@@ -97,8 +97,10 @@ def install_course(python: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="course-build-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
-        # `course` alone: the console script runs utils/, which stays with the course directory
+        # `course` alone: the command runs utils/, which stays with the course directory (its starter,
+        # copied for the build to find, is not installed as a command)
         (src / "pyproject.toml").write_text(without_scripts((REPO / "pyproject.toml").read_text()))
+        shutil.copy2(REPO / "prefill_decode.py", src / "prefill_decode.py")
         shutil.copytree(REPO / "course", src / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         # setuptools able to build a wheel already in the environment: no download (else pip fetches it)
         args = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
