@@ -53,7 +53,7 @@ def missing_browser() -> str | None:
     if not Path(CHROMIUM).exists():
         return f"{CHROMIUM} is missing: install Debian's chromium (make system-deps, as root)"
     try:
-        import playwright.sync_api  # noqa: F401
+        import playwright.sync_api  # noqa: F401 - only whether it imports
     except ImportError:
         return "playwright is not installed: pip install -r requirements-dev.txt"
     return None

@@ -99,8 +99,8 @@ def _skip_reason() -> str | None:
     if missing:
         return f"needs the class server's packages {missing} (make system-deps installs them)"
     try:
-        import jupyterhub  # noqa: F401
-        import pamela  # noqa: F401
+        import jupyterhub  # noqa: F401 - only whether it imports
+        import pamela  # noqa: F401 - only whether it imports
     except ImportError as err:
         return f"needs jupyterhub (requirements-dev.txt): {err}"
     if _base_python() is None:

@@ -193,12 +193,12 @@ def test_checking_says_how_to_answer_a_quiz():
 def test_checking_says_what_to_run_for_an_undefined_name():
     with pytest.raises(CheckFailed, match="`ttft_model` is not defined yet: run the cells above"):
         with checking("Exercise B"):
-            ttft_model(1000, 2500)  # noqa: F821
+            ttft_model(1000, 2500)  # noqa: F821 - not defined on purpose: the NameError is the test
 
 
 def test_checking_lets_the_students_own_errors_through():
     def request_metrics(times):
-        return times[0] / undefined_in_the_function  # noqa: F821
+        return times[0] / undefined_in_the_function  # noqa: F821 - not defined on purpose: the NameError is the test
 
     with pytest.raises(NameError):  # a bug inside the function: the traceback is the help
         with checking("Exercise A"):

@@ -67,7 +67,7 @@ class FakeCuda:
         finally:
             self.now = before
 
-    def CUDAGraph(self):  # noqa: N802
+    def CUDAGraph(self):  # noqa: N802 - torch.cuda's name
         cuda = self
 
         class Graph:
@@ -102,7 +102,7 @@ class FakeCuda:
 def test_the_path_chosen_per_device():
     assert graphs.timing_path("cpu") == graphs.EAGER and graphs.timing_path(torch.device("cuda")) == graphs.GRAPH
     assert "no graph is captured" in graphs.path_note("cpu") and "CUDA graphs" in graphs.path_note("cuda")
-    fn = lambda: None  # noqa: E731
+    fn = lambda: None  # noqa: E731 - a stand-in callable
     assert graphs.replayed(fn, "cpu") is fn  # on a CPU the function itself: nothing captured
 
 

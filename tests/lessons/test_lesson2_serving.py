@@ -77,7 +77,7 @@ def test_the_issues_figures_under_its_own_assumptions():
     """Issue 45's reviewer: the mean TTFT (eq. 1), 64 streams at 4,096 positions fixed, a 1:1 split.
     One GPU with 704-token chunks (TTFT 277 ms) 1.70/s; a 142 ms prefill GPU beside a decode GPU
     2.76/s per GPU at 400 ms; at 150 ms with the 2.4 ms NVLink transfer in the service, 0.25."""
-    at = lambda D, target: highest_rate(lambda r: md1_mean_ttft(D, r) <= target, 1 / D)  # noqa: E731
+    at = lambda D, target: highest_rate(lambda r: md1_mean_ttft(D, r) <= target, 1 / D)  # noqa: E731 - the lesson's formula, read as one line
     assert at(0.2774, 0.4) == pytest.approx(1.70, abs=0.01)
     assert at(0.14211, 0.4) / 2 == pytest.approx(2.76, abs=0.01)
     assert at(0.14211 + 0.00239, 0.15) / 2 == pytest.approx(0.25, abs=0.01)
