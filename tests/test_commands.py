@@ -68,7 +68,7 @@ def test_the_class_servers_copy_of_the_package_has_no_script():
     text = (REPO / "pyproject.toml").read_text()
     assert 'prefill-decode = "prefill_decode:main"' in text   # the control
     copy = without_scripts(text)
-    assert "prefill_decode:main" not in copy and "[project.scripts]" not in copy
+    assert "prefill_decode:main" not in copy and "py-modules" not in copy and "[project.scripts]" not in copy
     assert "[project]" in copy and "[tool.setuptools]" in copy and 'name = "prefill-decode-course"' in copy
 
 

@@ -86,8 +86,9 @@ def course_copy_state(python: Path) -> str | None:
 
 
 def without_scripts(pyproject: str) -> str:
-    """pyproject.toml's text without its [project.scripts] table."""
-    return re.sub(r"(?ms)^\[project\.scripts\]\n.*?(?=^\[)", "", pyproject)
+    """pyproject.toml's text without its [project.scripts] table and the command's starter module."""
+    text = re.sub(r"(?ms)^\[project\.scripts\]\n.*?(?=^\[)", "", pyproject)
+    return re.sub(r"(?m)^py-modules = .*\n", "", text)
 
 
 def install_course(python: Path) -> None:
@@ -97,10 +98,9 @@ def install_course(python: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="course-build-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
-        # `course` alone: the command runs utils/, which stays with the course directory (its starter,
-        # copied for the build to find, is not installed as a command)
+        # `course` alone: the command (its starter prefill_decode.py) runs utils/, which stays with
+        # the course directory
         (src / "pyproject.toml").write_text(without_scripts((REPO / "pyproject.toml").read_text()))
-        shutil.copy2(REPO / "prefill_decode.py", src / "prefill_decode.py")
         shutil.copytree(REPO / "course", src / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         # setuptools able to build a wheel already in the environment: no download (else pip fetches it)
         args = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
