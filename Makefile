@@ -1,6 +1,7 @@
 # The course's commands. Each creates the environment (.venv) when it is missing.
 #   make demo   build the release, grade three sample submissions end to end, print the scores
 #   make test-fast  the fast layer: every test that starts no process and reaches no network (under a minute)
+#   make lint   ruff over the code and tests (the first step of both test targets)
 #   make test   the test suite (what CI runs), then its 20 slowest tests
 #   make classroom INSTRUCTOR=NAME STUDENTS=FILE   as root on a bare Debian/Ubuntu server: a class
 #               (utils/classroom/setup.sh; CLASSROOM_ARGS=... passes more options, e.g. --create-users)
@@ -14,10 +15,10 @@ STAMP  := $(VENV)/.installed
 # JupyterLab refuses to start as root (containers often run as root) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: classroom env system-deps demo-deps demo test test-fast build check grade bench bench-grading gpu-check lab validate lab-instructor clean
+.PHONY: classroom env system-deps demo-deps demo lint test test-fast build check grade bench bench-grading gpu-check lab validate lab-instructor clean
 
 # The class server's packages (requirements-classroom.txt) are also kept as files in $(WHEELS), where
-# tests/test_hub_classroom.py has pip find them when it builds a class's environment as the setup
+# tests/classroom/test_hub_classroom.py has pip find them when it builds a class's environment as the setup
 # does (pip install -r requirements-classroom.txt, no index): chosen for the Python that
 # environment is made from (utils/classroom/setup.sh takes /usr/bin/python3 where there is one),
 # whose patch release may be older than this one's (some packages' newest releases refuse it).
@@ -60,10 +61,15 @@ system-deps:
 demo-deps:
 	@bash utils/system_deps.sh bubblewrap libseccomp2
 
+# Errors that are bugs (pyflakes, bugbear, blind excepts, unused noqa: pyproject.toml's [tool.ruff]),
+# in a second or two; the first step of make test and make test-fast.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
 # The fast layer: every test marked neither slow nor browser, in this one process. Such a test
 # starts no kernel or other process and reaches no network (tests/conftest.py fails one that does),
 # so it needs no Debian package either.
-test-fast: $(STAMP)
+test-fast: $(STAMP) lint
 	$(PY) -m pytest -m "not slow and not browser" -q -rs --durations=5
 
 # Three test processes on 2 cores, each test file whole in one of them (TEST_PROCESSES=0: all in this
@@ -71,7 +77,7 @@ test-fast: $(STAMP)
 # which a third fills (fresh clone, .ci/run: 12 min 50 s with two, 11 min 9 s with three);
 # each lesson is still graded once per run (tests/grading_runs.py).
 TEST_PROCESSES ?= 3
-test: $(STAMP) system-deps
+test: $(STAMP) lint system-deps
 	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder -rs --durations=20
 
 build: $(STAMP)
@@ -128,11 +134,11 @@ $(STUDENT_VENV)/.installed: requirements.txt requirements-pins.txt pyproject.tom
 	@$(STUDENT_VENV)/bin/python utils/classroom/student-lab/install.py $(STUDENT_REQ) $(if $(TORCH_INDEX),--index $(TORCH_INDEX))
 	@touch $@
 
-# Copied once, with the language_info of the student's own kernel written in (utils/authoring/language_info.py),
+# Copied once, with the language_info of the student's own kernel written in (utils/grading/steps/language_info.py),
 # so a lesson opens in the Lab unmodified.
 lessons: | $(STUDENT_VENV)/.installed
 	@cp -rn release lessons
-	@$(STUDENT_VENV)/bin/python -m utils.authoring.language_info lessons
+	@$(STUDENT_VENV)/bin/python -m utils.grading.steps.language_info lessons
 	@echo "lessons/ holds your own copy of the lessons: your answers go there (git ignores it; make lab never overwrites it)"
 
 # The Lab opens on the first lesson (lessons/01_two_phases/two_phases.ipynb), the others beside it;

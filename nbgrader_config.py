@@ -1,5 +1,8 @@
 """nbgrader configuration: the repository root is the course directory."""
 
+import os as _os
+import sys as _sys
+
 c = get_config()  # noqa: F821 - provided by nbgrader
 
 c.CourseDirectory.course_id = "prefill-decode"
@@ -37,8 +40,6 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 # cached in .grading-cache/ (c.ReferenceObservations.cache_dir). The plugins are found beside this
 # file, under $COURSE_TOOLS, or in the repository whose .venv runs nbgrader. Without them nothing is
 # graded: every autograde and feedback step fails with a message saying so.
-import os as _os
-import sys as _sys
 
 
 def _course_tools():

@@ -287,8 +287,8 @@ def knee_factors(tokens: list[int], passes: list[Sampled], flops: list[float], r
     head = (f"the {tokens[0]}-token pass took {lift:.2f}x the weights' read time ({read_s * 1e3:,.3f} ms at this "
             f"sweep's bandwidth): the level the line must reach")
     if added_s <= 0 or overlap(passes[-1], passes[-2]):
-        return head + (f"; the two longest passes' runs overlap or are level, so no FLOP/s can be read off them; "
-                       f"the machine may have been busy. Re-run this cell")
+        return head + ("; the two longest passes' runs overlap or are level, so no FLOP/s can be read off them; "
+                       "the machine may have been busy. Re-run this cell")
     at_zero = passes[-1].median - added_s / (tokens[-1] - tokens[-2]) * tokens[-1]  # the line's time at 0 tokens
     fixed = at_zero / read_s
     added_rate = (flops[-1] - flops[-2]) / added_s

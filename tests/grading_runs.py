@@ -250,3 +250,13 @@ def judged_in_one_kernel(lesson: str, submissions: dict[str, dict[str, str]], re
                     verdict, _ = judge_cell(cell, reference)
                     judged[name][grade_id(cell)] = (verdict.passed, verdict.message)
     return judged
+
+
+def failed(lesson: str, student: str, every: set[str] | None = None) -> set[str]:
+    """The graded cells `student`'s submission of `lesson` failed (LessonRun.failed); with `every`,
+    first that each of those cells, and no other, got a verdict."""
+    run = graded(lesson)
+    if every is not None:
+        verdicts = run.verdicts_of(student)
+        assert set(verdicts) == set(every), f"{student}: verdicts for {sorted(verdicts)}"
+    return run.failed(student)

@@ -1,5 +1,5 @@
-"""A real one-node Slurm on this machine for the cluster tests (tests/test_slurm_grading.py,
-tests/test_hub_slurm.py): Debian's `munged`, `slurmctld` and `slurmd`, started as root from a
+"""A real one-node Slurm on this machine for the cluster tests (tests/grading/test_slurm_grading.py,
+tests/classroom/test_hub_slurm.py): Debian's `munged`, `slurmctld` and `slurmd`, started as root from a
 `slurm.conf` written for this machine, all their state in one temporary folder, on free ports.
 
 Without cgroups (a container's are rarely usable) the node tracks a job's processes by their

@@ -142,7 +142,7 @@ def test_make_lab_uses_the_students_environment_and_a_copy_of_the_lessons():
     assert "STUDENT_REQ := $(if $(filter gpu,$(TORCH)),requirements-pins.txt,requirements.txt)" in make
     assert "--notebook-dir=lessons" in make and "cp -rn release lessons" in make
     ignored = lines_of(".gitignore")
-    assert "lessons/" in ignored and ".venv-student/" in ignored
+    assert "/lessons/" in ignored and ".venv-student/" in ignored
 
 
 def test_students_lab_turns_off_the_instructors_plugins():

@@ -39,7 +39,7 @@ def test_the_helper_escapes_every_kind_of_control_and_is_idempotent():
 
 def test_the_kernels_own_output_is_forwarded_escaped(capsys):
     """What the kernel writes to its own stdout, forwarded to the grader's stderr behind a mark."""
-    from utils.sandbox.processes import KERNEL_LINE, forward_output
+    from utils.sandbox.kernel_processes import KERNEL_LINE, forward_output
     r, w = os.pipe()
     data = f"ok\n{FORGED}\nla\u00e9st".encode()
     os.write(w, data[:-2])   # a character split between two reads
@@ -140,16 +140,16 @@ def test_the_sandbox_launcher_names_what_it_left_out_quoted(tmp_path):
     _clean(", ".join(copier.left), "the launcher's list of what it left out")
 
 
-@pytest.mark.parametrize("cli", ["workflow", "grading"])
+@pytest.mark.parametrize("cli", ["term", "grading"])
 def test_the_tools_error_and_problem_lines_are_escaped(cli, monkeypatch, capsys):
     """A ToolError quoting a log (nbgrader's, with a kernel's text in it) and grading's problem
     lines, as the command-line tools print them."""
     from utils.errors import ToolError
     from utils.processes import log_tail
-    if cli == "workflow":
-        from utils.classroom import workflow
-        monkeypatch.setattr(workflow, "release", lambda *a: (_ for _ in ()).throw(ToolError(f"log:\n{FORGED}")))
-        assert workflow.main(["release", LESSON]) == 1
+    if cli == "term":
+        from utils.classroom import term
+        monkeypatch.setattr(term, "release", lambda *a: (_ for _ in ()).throw(ToolError(f"log:\n{FORGED}")))
+        assert term.main(["release", LESSON]) == 1
     else:
         from utils.grading import cli as grading_cli
         monkeypatch.setattr(grading_cli, "grade", lambda *a, **k: ("table", [f"{LESSON}: {FORGED}"]))
@@ -166,14 +166,14 @@ def test_the_tools_error_and_problem_lines_are_escaped(cli, monkeypatch, capsys)
 # output, logs that quote them). Every print(), .write() to a stream, and log call in them passes
 # its text through escaped()/shown(), or is a constant, or is listed below with why its text is not
 # a student's.
-DOORS = ["utils/classroom/collect.py", "utils/classroom/lms_import.py", "utils/classroom/workflow.py",
-         "utils/sandbox/processes.py", "utils/grading/cli.py", "utils/processes.py"]
+DOORS = ["utils/classroom/collect.py", "utils/classroom/lms_import.py", "utils/classroom/term.py",
+         "utils/sandbox/kernel_processes.py", "utils/grading/cli.py", "utils/processes.py"]
 INSTRUCTORS_OWN = {   # (module, the call's first words): why it needs no escaping
-    ("utils/classroom/workflow.py", 'print(f"imported students from'): "the roster file the instructor named",
-    ("utils/classroom/workflow.py", 'print(f"released'): "the lesson the instructor named",
-    ("utils/classroom/workflow.py", 'print(f"{args.lesson}: {len(files)}'): "a count and the instructor's lesson",
-    ("utils/classroom/workflow.py", 'print(f"rehearsal course in'): "the folder the instructor named",
-    ("utils/classroom/workflow.py", "print(f\"{args.lesson}: {len(students)}"): "ids passed through shown()",
+    ("utils/classroom/term.py", 'print(f"imported {len(ids)} student(s) from'): "a count and the roster file the instructor named",
+    ("utils/classroom/term.py", 'print(f"released'): "the lesson the instructor named and its release/ notebooks",
+    ("utils/classroom/term.py", 'print(f"{args.lesson}: {len(files)}'): "a count and the instructor's lesson",
+    ("utils/classroom/term.py", 'print(f"rehearsal course in'): "the folder the instructor named",
+    ("utils/classroom/term.py", "print(f\"{args.lesson}: {len(students)}"): "ids passed through shown()",
     ("utils/grading/cli.py", "print(table)"): "score_table writes every name with shown()",
 }
 SAFE_CALLS = {"escaped", "shown"}
@@ -211,6 +211,6 @@ def test_every_door_passes_student_text_through_the_helper():
             if node.args and not all(_safe(a) for a in node.args[:1]):
                 unsafe.append(f"{rel}:{node.lineno}: {text.splitlines()[0]}")
             # the marked kernel line is built from escaped() text just before it is written
-            if rel == "utils/sandbox/processes.py" and text.startswith("sys.stderr.write(marked)"):
+            if rel == "utils/sandbox/kernel_processes.py" and text.startswith("sys.stderr.write(marked)"):
                 unsafe.remove(f"{rel}:{node.lineno}: {text.splitlines()[0]}")
     assert not unsafe, "printed or logged without utils.escaping:\n" + "\n".join(unsafe)

@@ -126,7 +126,7 @@ def test_slow_tests_and_other_threads_are_not_watched():
     """Slow and browser tests may start processes (the rule watches no thread of theirs); nor
     does the rule watch threads other than the test's (a slow test's server, still running)."""
     for markers in (("slow",), ("browser",)):
-        assert in_a_thread(lambda: _watch_state(FakeItem(*markers))) == {"returned": (None, False)}
+        assert in_a_thread(lambda markers=markers: _watch_state(FakeItem(*markers))) == {"returned": (None, False)}
     assert threading.get_ident() in _watched   # this test, a fast one, is watched in its own thread
     assert in_a_thread(lambda: threading.get_ident() in _watched) == {"returned": False}
 
@@ -134,3 +134,29 @@ def test_slow_tests_and_other_threads_are_not_watched():
 def _watch_state(item):
     with _fast_layer_rule(item) as tried:
         return tried, threading.get_ident() in _watched
+
+
+def test_a_fast_test_has_the_short_limit_and_a_slow_one_the_long(request):
+    """tests/conftest.py gives a fast test 30 s (a hang in the fast layer fails in seconds, not
+    after pyproject.toml's 900 s); a slow test keeps the 900 s, or its own."""
+    from conftest import FAST_TIMEOUT_S
+
+    assert request.node.get_closest_marker("timeout").args == (FAST_TIMEOUT_S,) and FAST_TIMEOUT_S == 30
+    slow = [item for item in request.session.items if item.get_closest_marker("slow")]
+    assert all(item.get_closest_marker("timeout") is None or item.get_closest_marker("timeout").args != (FAST_TIMEOUT_S,)
+               for item in slow)
+
+
+def test_every_file_the_test_order_names_is_there(tmp_path):
+    """tests/conftest.py's LONGEST_FIRST (the long files first, so that no test process is left with
+    one alone at the end) stops the run when it names a file that is not there; the control: a
+    file moved away is named."""
+    from conftest import LONGEST_FIRST, _TESTS, missing_files
+
+    assert missing_files() == []
+    for name in LONGEST_FIRST:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert missing_files(folder=tmp_path) == []
+    (tmp_path / LONGEST_FIRST[3]).unlink()
+    assert missing_files(folder=tmp_path) == [LONGEST_FIRST[3]] and (_TESTS / LONGEST_FIRST[3]).is_file()

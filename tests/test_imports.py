@@ -1,6 +1,6 @@
 """The instructor's tools import one another without a cycle: the imports at the top of the modules
 of utils/ form no circle, so any of them can be imported first in a fresh interpreter (a worker
-imports utils.grading.dask.tasks first, the grader utils.grading.grade_course: tests/test_dask.py runs both). No
+imports utils.grading.dask.tasks first, the grader utils.grading.grade_course: tests/grading/test_dask.py runs both). No
 project import sits inside a function to break a circle; the few inside functions for another reason
 are named in LAZY, with why."""
 

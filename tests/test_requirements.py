@@ -3,7 +3,7 @@ the environment that runs it; reached only through another package's dependencie
 (a new release of that package may drop it). Read from the source (no import is run):
 
 - course/, and what `make lab` runs with the students' environment (its kernel configuration,
-  utils/classroom/student-lab/, and utils/authoring/language_info.py): requirements.txt;
+  utils/classroom/student-lab/, and utils/grading/steps/language_info.py): requirements.txt;
 - the Dask runner (utils/grading/dask/) and the cluster benchmark: requirements-instructor.txt;
 - the rest of utils/ (grading, feedback, the report, the class server): requirements-classroom.txt,
   what `python -m utils.classroom setup` installs.
@@ -28,7 +28,7 @@ import pytest
 from utils.lessons import REPO
 
 STUDENTS, CLASS_SERVER, DASK = "requirements.txt", "requirements-classroom.txt", "requirements-instructor.txt"
-STUDENT_RUN = ("course/", "utils/classroom/student-lab/", "utils/authoring/language_info.py")
+STUDENT_RUN = ("course/", "utils/classroom/student-lab/", "utils/grading/steps/language_info.py")
 DASK_RUN = ("utils/grading/dask/", "utils/bench/cluster.py")
 OURS = {"course", "utils"}
 
@@ -157,15 +157,15 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def test_the_control_a_requirement_taken_out_or_an_import_put_in_fails(tmp_path):
-    """The controls, on a copy: bleach taken out of the class server's list is named (feedback's
+    """The controls, on a copy: nh3 taken out of the class server's list is named (feedback's
     sanitiser imports it); Dask imported at the top of the grading run is named for the class
     server (it does not install Dask); a student module importing the hub is named."""
     root = _copy(tmp_path)
     assert problems(root) == []
     cls = root / "requirements-classroom.txt"
     text = cls.read_text()
-    cls.write_text(re.sub(r"(?m)^bleach==.*\n", "", text))
-    assert any("safe_html.py: imports bleach" in p and "requirements-classroom.txt" in p for p in problems(root)), \
+    cls.write_text(re.sub(r"(?m)^nh3==.*\n", "", text))
+    assert any("safe_html.py: imports nh3" in p and "requirements-classroom.txt" in p for p in problems(root)), \
         problems(root)
     cls.write_text(text)
     run = root / "utils" / "grading" / "grade_course.py"
@@ -185,7 +185,7 @@ def test_grading_runs_without_dask():
     the Dask runner itself does not; grading with a scheduler named says in one line what to
     install."""
     code = ("import sys\nsys.modules['distributed'] = None\nsys.modules['dask'] = None\n"
-            "import utils.grading.cli, utils.grading.grade_course, utils.grading.report, utils.classroom.workflow\n"
+            "import utils.grading.cli, utils.grading.grade_course, utils.grading.report, utils.classroom.term\n"
             "try:\n    import utils.grading.dask.cluster_runner\nexcept ImportError as err:\n    print('refused:', err)\n"
             "from utils.errors import ToolError\n"
             "try:\n    utils.grading.grade_course._dask_runner('tcp://127.0.0.1:8786', None)\n"

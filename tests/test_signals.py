@@ -103,7 +103,7 @@ def test_a_tool_that_ended_keeps_its_pid_until_its_session_is_cleaned(monkeypatc
     """The kernels a dead nbgrader left are found by its session id while its PID is still its own
     (ended, not reaped): no later process can hold that number. (The grading worker's forked child,
     its command a stand-in that ends at once.)"""
-    from utils import nbgrader_worker
+    from utils.grading import nbgrader_worker
     monkeypatch.setattr(nbgrader_worker, "_child", lambda request, status: None)
     seen = []
     real = nbgrader_worker.kill_tree

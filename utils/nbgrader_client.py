@@ -1,4 +1,4 @@
-"""The client side of the long-lived nbgrader processes (utils/nbgrader_worker.py): a pool of
+"""The client side of the long-lived nbgrader processes (utils/grading/nbgrader_worker.py): a pool of
 idle workers per process (the grader, a Dask worker, a test process), each started when no idle
 one is left and ended with the process; one request at a time each."""
 
@@ -24,7 +24,7 @@ class WorkerLost(RuntimeError):
 
 class _Client:
     def __init__(self, env: dict):
-        self.proc = subprocess.Popen([sys.executable, "-m", "utils.nbgrader_worker"], cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "utils.grading.nbgrader_worker"], cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, start_new_session=True, text=True)
 
     def ask(self, request: dict) -> dict:

@@ -37,7 +37,7 @@ def nbgrader(args: list[str], cwd: Path, *, check: bool = True, timeout: float |
              env_extra: dict[str, str] | None = None, cpus: set[int] | None = None) -> NbgraderRun:
     """Run one nbgrader command in course directory `cwd`: the only way the tools run nbgrader.
 
-    It runs in a child of a long-lived nbgrader process (utils/nbgrader_worker.py: nbgrader's
+    It runs in a child of a long-lived nbgrader process (utils/grading/nbgrader_worker.py: nbgrader's
     imports paid once, a fresh process state per command), as `python -m nbgrader` would.
     check: raise ToolError when it fails. timeout: kill the whole process tree (kernels included)
     after that many seconds. cpus: the cores it (and the kernels it starts) may run on. The grading

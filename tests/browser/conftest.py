@@ -19,7 +19,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from helpers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("BROWSER_ARTIFACTS", REPO / "artifacts" / "browser"))
@@ -52,7 +53,7 @@ def missing_browser() -> str | None:
     if not Path(CHROMIUM).exists():
         return f"{CHROMIUM} is missing: install Debian's chromium (make system-deps, as root)"
     try:
-        import playwright.sync_api  # noqa: F401
+        import playwright.sync_api  # noqa: F401 - only whether it imports
     except ImportError:
         return "playwright is not installed: pip install -r requirements-dev.txt"
     return None
@@ -148,12 +149,6 @@ class LabServer:
         return f"{self.url}/lab{'/tree/' + path if path else ''}?reset&token={self.token}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _isolated_env(base: Path, nbgrader_config: str) -> dict:
     """Environment for a server whose Jupyter and IPython dirs all live under `base`."""
     home = base / "home"
@@ -199,7 +194,7 @@ def start_lab(base: Path, root: Path, nbgrader_config: str, *, make: list[str] |
         env["PIP_CACHE_DIR"] = os.environ.get("PIP_CACHE_DIR") or str(
             Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip")  # pip's own, not the temporary HOME's
     for _ in range(3):  # a free port may be taken between looking and binding
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         if make:
             (Path(env["JUPYTER_CONFIG_DIR"]) / "jupyter_server_config.py").write_text(
@@ -307,7 +302,7 @@ def make_lab(tmp_path_factory):
     for args in (["git", "init", "-q"], ["git", "add", "-A"],
                  ["git", "-c", "user.name=student", "-c", "user.email=student@localhost", "commit", "-qm", "course"]):
         _run(args, root)
-    index = f"http://127.0.0.1:{_free_port()}/whl/cpu"  # refused at once, as an unreachable index fails
+    index = f"http://127.0.0.1:{free_port()}/whl/cpu"  # refused at once, as an unreachable index fails
     # --no-print-directory: under `make test` this make is a sub-make, which would otherwise end
     # its output with "make[1]: Leaving directory ..."
     started = time.time()

@@ -1,5 +1,5 @@
 """A student id that carries HTML runs no script in the instructor's formgrader, even where it
-reached the gradebook past the course's doors (they refuse it: tests/test_grading_student_ids.py).
+reached the gradebook past the course's doors (they refuse it: tests/grading/test_grading_student_ids.py).
 
 nbgrader's formgrade template prints the student id, the student's names and the notebook's path
 (also inside a `data-link` attribute) as they are; the course's HTML configuration escapes them
@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
 
-from browser.conftest import Browsing, start_lab, stop_lab  # noqa: E402
+from browser.conftest import Browsing, start_lab, stop_lab
 
 pytestmark = pytest.mark.browser
 

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 

@@ -14,9 +14,9 @@ import nbformat
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect
 
-from .conftest import NB_PANEL, RUN_FINISHED_JS, Browsing, open_notebook, start_lab, stop_lab  # noqa: E402
+from .conftest import NB_PANEL, RUN_FINISHED_JS, Browsing, open_notebook, start_lab, stop_lab
 
 pytestmark = pytest.mark.browser
 

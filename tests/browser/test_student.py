@@ -34,9 +34,9 @@ import nbformat
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -r requirements-dev.txt")
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect
 
-from .conftest import COURSE_ID, MAKE_LAB_S, NB_PANEL, RUN_FINISHED_JS, open_notebook  # noqa: E402
+from .conftest import COURSE_ID, MAKE_LAB_S, NB_PANEL, RUN_FINISHED_JS, open_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -348,7 +348,6 @@ def test_validate_shows_the_failing_check_without_scrolling(student, course_copy
     from utils.authoring.samples_io import load_samples
 
     _, lesson = course_copy
-    page = student.page
     folder = student.server.root / lesson.name
     nb_rel = f"{lesson.name}/mistake.ipynb"
 

@@ -155,7 +155,7 @@ def _compare_release(lesson: str, fresh: Path, committed: Path) -> list[str]:
         if (fresh / name).read_bytes() != (committed / name).read_bytes():
             differ.append(name)
     # A release built where Python is another patch release (3.11.7 against 3.11.9) differs in its
-    # notebooks' language_info version only (utils/authoring/language_info.py): not a stale release.
+    # notebooks' language_info version only (utils/grading/steps/language_info.py): not a stale release.
     differ = [name for name in differ if not _only_python_version_differs(fresh / name, committed / name)]
     if differ:
         return [f"{lesson}: release/{lesson} differs from a fresh build ({', '.join(sorted(set(differ)))}); "
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.problems:
             failed += 1
         else:
-            print(f"  ok: full marks, zero on the stub in every cell, release up to date, nothing leaked")
+            print("  ok: full marks, zero on the stub in every cell, release up to date, nothing leaked")
     print(f"{len(names) - failed}/{len(names)} lessons pass the check")
     return 1 if failed else 0
 

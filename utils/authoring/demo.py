@@ -16,6 +16,7 @@ autograde`) still refuses to run there.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -88,7 +89,7 @@ def problems_in(root: Path) -> list[str]:
     rows = read_scores(root)
     problems = []
     for lesson in lessons(root):
-        def total(student):
+        def total(student, lesson=lesson):
             mine = [r for r in rows if r.lesson == lesson and r.student == student]
             return sum(r.score for r in mine), sum(r.max_score for r in mine), bool(mine)
 
@@ -118,9 +119,16 @@ def run(root: Path = REPO, build_release: bool = True, sandbox: bool | None = No
     return scratch, table, problems + problems_in(scratch)
 
 
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m utils.authoring.demo", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("lessons", nargs="*", help="lesson folders under source/ (default: all)")
+    return p
+
+
 def main(argv: list[str] | None = None) -> int:
+    names = parser().parse_args(argv).lessons
     start = time.perf_counter()
-    names = sys.argv[1:] if argv is None else argv
     problem = sandbox_problem(REPO)
     if problem:
         print(without_sandbox_line(problem), flush=True)

@@ -46,13 +46,13 @@ def new_group() -> tuple[Path, callable]:
         if (mount / "cpuacct.usage").exists():
             group = mount / _own("cpuacct") / name
             group.mkdir()
-            return group, lambda: int((group / "cpuacct.usage").read_text()) / 1e9
+            return group, lambda group=group: int((group / "cpuacct.usage").read_text()) / 1e9
     for mount in (CGROUPS, CGROUPS / "unified"):
         if (mount / "cgroup.procs").exists() and (mount / "cgroup.controllers").exists():
             group = mount / _own_v2() / name
             group.mkdir()
 
-            def usage() -> float:
+            def usage(group: Path = group) -> float:
                 for line in (group / "cpu.stat").read_text().splitlines():
                     key, value = line.split()
                     if key == "usage_usec":

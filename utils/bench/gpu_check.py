@@ -344,7 +344,7 @@ def _kill_kernel(client) -> None:
 def _seconds(start: str | None, end: str | None) -> float | None:
     if not start or not end:
         return None
-    parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731
+    parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731 - a one-line parser used just below
     return (parse(end) - parse(start)).total_seconds()
 
 

@@ -34,7 +34,7 @@ own). The best is held against the target. Prefill is timed eager and, on a GPU,
 
 from __future__ import annotations
 
-import course  # first: it sets the OpenMP wait policy, which libgomp reads once, when torch loads it
+import course  # noqa: F401 - first: it sets the OpenMP wait policy, which libgomp reads once, when torch loads it
 
 import argparse
 import json
@@ -330,7 +330,7 @@ def time_prefill(bench: Bench, compiled: bool, repeats: int) -> tuple[Sampled, i
         timed = interleave(fns, rounds=repeats, warmup=3 if compiled else 1, timer=timer_for(device))
     except WrongResults:
         raise
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 - one way that cannot run here is named and skipped; the others are timed
         print(f"  {label}: did not run ({type(err).__name__}: {str(err).splitlines()[0][:160]})")
         return None
     t = timed[label]

@@ -82,7 +82,7 @@ def neighbour_run(preset: str = "toy-cpu", context: int = 128, rounds: int = CPU
         used: list[int] = []
         try:
             timed = interleave({**steps, "matvec": matvec}, rounds=rounds, warmup=2, label=f"{condition:9s}",
-                               on_call=lambda name: used.append(torch.get_num_threads()) if name == "eager" else None)
+                               on_call=lambda name, used=used: used.append(torch.get_num_threads()) if name == "eager" else None)
         finally:
             if spinner is not None:
                 spinner.kill()

@@ -36,7 +36,7 @@ def graph_check(device=None, rounds: int = 10) -> dict:
             token = model.prefill(prompt, cache).argmax(-1, keepdim=True)
             out: list = []
 
-            def step(cache=cache, token=token, out=out):
+            def step(cache=cache, token=token, out=out, name=name):
                 if name == "decode":
                     cache.length = 32
                     out[:] = [model.decode(token, cache)]

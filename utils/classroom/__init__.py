@@ -1,8 +1,8 @@
 """A class on one server: the set-up (python -m utils.classroom, as root), the exchange, the hub and
 the students' Lab. One job a file:
 
-    cli.py              python -m utils.classroom setup|add-student|teardown: options, summary
-    setup.py            `setup` and `add-student`: the steps below, in order
+    server_admin.py     python -m utils.classroom setup|add-student|teardown: options, summary
+    provision.py        `setup` and `add-student`: the steps below, in order
     teardown.py         `teardown`: the users' configuration taken out; exchange, environment on request
     room.py             the class (who, where; its record PREFIX/classroom.json), names, root
     owned.py            a path with the owner and mode it must have: made, repaired or refused
@@ -20,9 +20,13 @@ the students' Lab. One job a file:
     jupyterhub_config.py  the hub's configuration (copied to PREFIX/)
     setup.sh, packages.txt  from a bare Debian or Ubuntu server: the system packages, then the above
     student-lab/        the students' Lab settings (make lab; copied into the class's environment)
-    workflow.py         the instructor's term: roster, release, collect, zip-collect, feedback
-    collect.py            collect from the exchange: only what each student owns, capped
-    lms_import.py         zip-collect: uploads attributed by the LMS's names, read under caps per student
+    term.py             python -m utils.classroom.term: the instructor's term, one command each:
+      roster.py           the class list into the gradebook
+      release.py          a lesson built and released to the exchange
+      collect.py          collect from the exchange: only what each student owns, capped
+      lms_import.py       zip-collect: uploads attributed by the LMS's names, read under caps per student
+      feedback.py         feedback generated and released
+      course_commands.py  nbgrader run in the course, with the class's exchange
     rehearsal.py        a throwaway course of two tiny lessons to rehearse the term on
 
 Everything the set-up runs uses the standard library alone: on a bare server it runs before the

@@ -1,7 +1,7 @@
-"""python -m utils.classroom setup|add-student|teardown: the class server (utils/classroom/cli.py)."""
+"""python -m utils.classroom setup|add-student|teardown: the class server (utils/classroom/server_admin.py)."""
 
 import sys
 
-from utils.classroom.cli import main
+from utils.classroom.server_admin import main
 
 sys.exit(main())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -84,6 +85,12 @@ def course_copy_state(python: Path) -> str | None:
     return None
 
 
+def without_scripts(pyproject: str) -> str:
+    """pyproject.toml's text without its [project.scripts] table and the command's starter module."""
+    text = re.sub(r"(?ms)^\[project\.scripts\]\n.*?(?=^\[)", "", pyproject)
+    return re.sub(r"(?m)^py-modules = .*\n", "", text)
+
+
 def install_course(python: Path) -> None:
     """Install the `course` package into `python`'s environment as a copy (not an editable install
     pointing at this checkout), built from a temporary copy so that nothing (build/, *.egg-info)
@@ -91,7 +98,9 @@ def install_course(python: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="course-build-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
-        shutil.copy2(REPO / "pyproject.toml", src / "pyproject.toml")
+        # `course` alone: the command (its starter prefill_decode.py) runs utils/, which stays with
+        # the course directory
+        (src / "pyproject.toml").write_text(without_scripts((REPO / "pyproject.toml").read_text()))
         shutil.copytree(REPO / "course", src / "course", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         # setuptools able to build a wheel already in the environment: no download (else pip fetches it)
         args = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",

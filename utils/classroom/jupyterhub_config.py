@@ -109,7 +109,7 @@ if _class.get("ssl_cert"):
     c.JupyterHub.ssl_cert = _class["ssl_cert"]
     c.JupyterHub.ssl_key = _class["ssl_key"]
 
-# Each user's server as a Slurm job, where the setup was given --slurm-partition (docs/cluster.md):
+# Each user's server as a Slurm job, where the setup was given --slurm-partition (docs/slurm.md):
 # batchspawner's SlurmSpawner submits it as the user (sbatch through runuser, the hub being root),
 # with the partition, memory, time limit and generic resources of the record, and the same
 # command, environment and runtime folder as a local server. Homes, the exchange, the environment

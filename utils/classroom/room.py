@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 # Only the standard library here and in what it imports: on a bare server the set-up runs before
-# the environment that holds nbformat and the rest exists (tests/test_classroom.py).
+# the environment that holds nbformat and the rest exists (tests/classroom/test_classroom.py).
 from utils.errors import ToolError
-from utils.lessons import REPO
+from utils.lessons import REPO as REPO   # the class's modules take it from here
 
 COURSE_ID = "prefill-decode"
 DEFAULT_PREFIX = Path("/opt/prefill-decode")
@@ -60,7 +60,7 @@ class Classroom:
     behind_proxy: bool = False
     subdomain_host: str = ""          # each user's server on an origin of its own (wildcard DNS and TLS)
     profile_script: str = str(DEFAULT_PROFILE_SCRIPT)
-    # each user's server as a Slurm job (batchspawner's SlurmSpawner; docs/cluster.md): partition,
+    # each user's server as a Slurm job (batchspawner's SlurmSpawner; docs/slurm.md): partition,
     # memory, time, gres; empty: a local process on this server
     slurm: dict = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)     # what this run changed

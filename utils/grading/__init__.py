@@ -34,7 +34,7 @@ authoring check, the demo and the formgrader all grade through the same steps (s
                                                 fails writes its reason there instead
   feedback   HideHiddenTests (hide_hidden.py)   hidden tests cut from the feedback's source, and
                                                 the outputs of ungraded cells left out
-  release    KernelLanguageInfo (utils/authoring/language_info.py)
+  release    KernelLanguageInfo (language_info.py)
   HTML       safe_html.py                       student Markdown and outputs sanitised wherever
                                                 nbconvert renders a submission (feedback, formgrader)
 

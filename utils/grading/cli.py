@@ -9,7 +9,7 @@ grades.csv, report each student.
 Exit 1 when a submission scored zero as unusable, a WARNING was printed, or feedback or the export
 failed. Workers (default: the CPU cores) each run on their own cores. With --scheduler (or
 DASK_SCHEDULER_ADDRESS) each submission is one task on a Dask cluster instead (utils/grading/dask/);
-with --slurm the workers are Slurm jobs this command submits and cancels (docs/cluster.md).
+with --slurm the workers are Slurm jobs this command submits and cancels (docs/slurm.md).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--course", type=Path, default=REPO, help="course directory (default: this repository)")
     p.add_argument("--scheduler", default=None, help="grade on this Dask scheduler, tcp://HOST:8786 "
                    "(default: DASK_SCHEDULER_ADDRESS; neither: local workers); see docs/instructors.md")
-    slurm = p.add_argument_group("grading on Slurm (docs/cluster.md): Dask workers as Slurm jobs, cancelled at the end")
+    slurm = p.add_argument_group("grading on Slurm (docs/slurm.md): Dask workers as Slurm jobs, cancelled at the end")
     slurm.add_argument("--slurm", type=int, metavar="JOBS", default=None, help="submit JOBS worker jobs and grade on them")
     slurm.add_argument("--slurm-cores", type=int, default=1, metavar="N", help="cores per job, one submission each (default 1)")
     slurm.add_argument("--slurm-memory", default="4GB", help="memory per job (default 4GB)")

@@ -1,7 +1,7 @@
 """LocalRunner: a lesson's submissions graded on this machine, each in a work folder of its own
 (work.py), `workers` at a time, each on cores of its own where there are enough, each kernel's
 numeric libraries given its share of threads (unless the instructor set them). Each submission is
-graded in a process of its own (a child of a long-lived nbgrader process, utils/nbgrader_worker.py),
+graded in a process of its own (a child of a long-lived nbgrader process, utils/grading/nbgrader_worker.py),
 so one submission's code never costs another its grade."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from nbgrader.converters.generate_feedback import GenerateFeedback
 from nbgrader.dbutil import ALEMBIC_DIR
 from nbgrader.preprocessors import Execute, LimitOutput, OverwriteCells
 
-from utils.authoring.language_info import KernelLanguageInfo
+from utils.grading.steps.language_info import KernelLanguageInfo
 from utils.grading.steps.execute import SafeExecute
 from utils.grading.steps.hide_hidden import HideHiddenTests
 from utils.grading.steps.kernel_fields import KernelFields
@@ -67,5 +67,5 @@ def stamp_gradebooks_in_process() -> None:
     """nbgrader stamps every new gradebook with the schema's revision by running `alembic heads`
     as a subprocess (a Python start and alembic's imports: a second or two of CPU each time, and
     every scratch course of check, demo and build has a new gradebook). The same revision, read
-    in the nbgrader process instead (tests/test_grading.py checks the two agree)."""
+    in the nbgrader process instead (tests/grading/test_grading.py checks the two agree)."""
     nbgrader.api.get_alembic_version = alembic_head

@@ -2,7 +2,7 @@
 worker: a course folder made of the lesson's files (config, source/, the reference's observations,
 the gradebook template) and the submissions to grade; each submission's `nbgrader autograde` (every
 kernel in the sandbox) and, when graded, its `generate_feedback` run in one child of a long-lived
-nbgrader process (utils/nbgrader_worker.py); what comes back
+nbgrader process (utils/grading/nbgrader_worker.py); what comes back
 (`WorkDone`) is plain data: each notebook's result file, the graded notebooks, their feedback, the
 run's small gradebook, its log. The folder is removed before returning."""
 
@@ -166,7 +166,7 @@ def grade_in_folder(files: dict, submissions: dict, *, env: dict | None = None, 
     `hide`: folders the kernels must not see besides the usual ones (the course folder).
 
     Each submission is autograded, then its feedback written, by nbgrader's own applications in
-    one child of a long-lived nbgrader process (utils/nbgrader_worker.py): a process of its own,
+    one child of a long-lived nbgrader process (utils/grading/nbgrader_worker.py): a process of its own,
     killed with its kernels after the watchdog's seconds, nothing of it left for the next."""
     start = time.perf_counter()
     options, lesson, stem = files["options"], files["lesson"], Path(files["notebook"]).stem

@@ -91,6 +91,6 @@ no module of the package imports its way back into it):
   - launch.py: the launcher, the program that runs first inside the sandbox;
   - limits.py: cgroups, rlimits and CPUs, in words;
   - sockets.py: the kernel's sockets opened without following links, message size;
-  - processes.py: the sandbox's processes and the kernel's own output;
-  - errors.py: SandboxError.
+  - kernel_processes.py: the sandbox's processes and the kernel's own output;
+  - sandbox_error.py: SandboxError.
 """

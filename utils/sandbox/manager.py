@@ -36,12 +36,12 @@ from traitlets.config import LoggingConfigurable
 
 from utils.sandbox.channels import WellFormedChannel
 from utils.sandbox.command import bwrap_command, kernel_env, kernel_uid, launch_args
-from utils.sandbox.errors import SandboxError
+from utils.sandbox.sandbox_error import SandboxError
 from utils.sandbox.interpreter import kernel_python
 from utils.sandbox.limits import in_cgroups, kernel_limits, remove_cgroup
 from utils.sandbox.mounts import KERNEL_TMP, RUN, give_to, mounts, new_rundir
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
-from utils.sandbox.processes import forward_output, kernel_process, sandbox_pid
+from utils.sandbox.kernel_processes import forward_output, kernel_process, sandbox_pid
 from utils.signals import signal_process
 from utils.sandbox.seccomp import filter_in_words, program_fd
 from utils.sandbox.seccomp import unavailable as seccomp_unavailable

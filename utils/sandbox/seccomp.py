@@ -97,7 +97,8 @@ def unavailable(machine: str | None = None) -> str | None:
 def _rules(sc, arch: int):
     """(action, call name, argument comparisons) for every refusal, names this architecture lacks
     left out (modify_ldt, iopl and the like exist on x86 only)."""
-    exists = lambda name: sc.resolve_syscall(arch, name) >= 0
+    def exists(name: str) -> bool:
+        return sc.resolve_syscall(arch, name) >= 0
     for names, err in ((EPERM_CALLS, errno.EPERM), (ENOSYS_CALLS, errno.ENOSYS)):
         for name in names:
             if exists(name):

@@ -13,7 +13,7 @@ import time
 
 import zmq
 
-from utils.sandbox.errors import SandboxError
+from utils.sandbox.sandbox_error import SandboxError
 
 
 class SocketRefused(SandboxError):

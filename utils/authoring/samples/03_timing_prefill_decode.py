@@ -102,7 +102,7 @@ p3 = "b"
 }
 
 # More plausible timing mistakes, each with the graded cells it must lose (and only those);
-# tests/test_lesson3_mistakes.py runs every graded cell of the lesson against each.
+# tests/lessons/test_lesson3_mistakes.py runs every graded cell of the lesson against each.
 TIMING_MISTAKES = {
     # The start clock read before new_cache: the cache's allocation is counted in every token's time.
     "start_before_new_cache": ({"generate": '''

@@ -139,7 +139,7 @@ class DaskRunner:
             return call(*args)
         except ToolError:
             raise
-        except Exception as err:  # noqa: BLE001 - a closed connection, a cancelled future, a timeout
+        except Exception as err:
             if self.connected() and not isinstance(err, (OSError, TimeoutError)) and type(err).__name__ not in CANCELLED:
                 raise
             raise self.lost(lesson, err) from None
@@ -200,7 +200,7 @@ class DaskRunner:
         future = self.client.submit(task("key_task"), spec, key=f"key-{lesson}-{token}")
         try:
             return future.result(timeout=KEY_WAIT)
-        except Exception as err:  # noqa: BLE001 - a refusal (one line), a timeout, or the scheduler lost
+        except Exception as err:
             if not self.connected() or type(err).__name__ in CANCELLED:
                 raise
             if isinstance(err, TimeoutError) or type(err).__name__ == "TimeoutError":
@@ -221,7 +221,7 @@ class DaskRunner:
             future = self.client.submit(task("reference_task"), spec, key=f"reference-{lesson.name}-{token}")
             try:
                 info = future.result()
-            except Exception as err:  # noqa: BLE001 - refused reference, mismatch, or its workers died
+            except Exception as err:
                 if not self.connected() or type(err).__name__ in CANCELLED:
                     raise
                 raise ToolError(f"{lesson.name}: the reference run on the cluster failed: {err}") from None

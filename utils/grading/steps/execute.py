@@ -322,7 +322,7 @@ class SafeExecute(Execute):
                 run_sync(ensure_async)(self.kc.stop_channels())
             if self.km is not None:
                 run_sync(self.km.cleanup_resources)()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a dead kernel's clean-up, best effort: the cell's verdict is already kept
             pass
         self.kc = None
         self.km = self.create_kernel_manager()

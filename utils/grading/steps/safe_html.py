@@ -7,13 +7,15 @@ SVG, Markdown outputs; JavaScript and widget outputs are not rendered at all), b
 templates render Markdown cells with a block of their own that ignores it, so a `<script>` in a
 student's Markdown cell ran in the formgrader with the instructor's session.
 
-`configure_html(c)` (called by `utils.grading.install`) turns `sanitize_html` on and replaces two of
+`configure_html(c)` (called by `utils.grading.pipeline.install`) turns `sanitize_html` on and replaces two of
 the exporter's Jinja filters, in every template: `markdown2html` (nbconvert's rendering, then
 `safe_html`, each page under a time limit: render_limit.py) and `clean_html` (`safe_html` instead of nbconvert's, which escapes even <p> and <h1>).
 `safe_html` keeps an allowlist of tags for text, tables and images; attributes `class`, `id`,
 `title`, `alt`, `align`, and `href`/`src` with http(s), mailto or in-page links (images also
 `data:image/...` of PNG, JPEG or GIF). No script, style, iframe, form, event handler, `style`
-attribute, SVG or javascript:/data: link survives; what is not allowed is shown as text.
+attribute, SVG or javascript:/data: link survives: a tag not allowed is dropped (a script or
+style with its content; any other keeps its text), an attribute not allowed is dropped (nh3, the
+Rust ammonia cleaner).
 
 nbgrader's formgrade template also prints the names it is given (the student id, the student's
 names, the notebook's path, inside a `data-link` attribute too) without escaping them. The course's
@@ -26,6 +28,8 @@ before any template renders them, so that a name reaching the gradebook some oth
 from __future__ import annotations
 
 import re
+
+import nh3
 
 from utils.grading.steps.render_limit import render_markdown
 
@@ -52,13 +56,23 @@ def _attribute(tag: str, name: str, value: str) -> bool:
     return tag in ("td", "th") and name in ("align", "colspan", "rowspan")
 
 
-def safe_html(html) -> str:
-    """`html` with only the allowed tags and attributes (the rest shown as text, never run)."""
-    import bleach
+# every attribute _attribute may keep, by tag ("*": any allowed tag); _attribute then judges its value
+ATTRIBUTES = {"*": set(COMMON), "a": {"href"}, "img": {"src", "alt", "width", "height"},
+              "td": {"align", "colspan", "rowspan"}, "th": {"align", "colspan", "rowspan"}}
+DROPPED_WITH_CONTENT = {"script", "style"}   # their text is code, not prose: nothing of them is shown
 
+
+def _kept_value(tag: str, name: str, value: str) -> str | None:
+    return value if _attribute(tag, name, value) else None
+
+
+def safe_html(html) -> str:
+    """`html` with only the allowed tags and attributes: any other tag is dropped (a script or
+    style with its content, the others keeping their text), so nothing of it runs."""
     text = html.decode() if isinstance(html, bytes) else str(html)
-    return bleach.clean(text, tags=TAGS, attributes=_attribute,
-                        protocols={"http", "https", "mailto", "data"}, strip=False, strip_comments=True)
+    return nh3.clean(text, tags=set(TAGS), clean_content_tags=DROPPED_WITH_CONTENT, attributes=ATTRIBUTES,
+                     attribute_filter=_kept_value, url_schemes={"http", "https", "mailto", "data"},
+                     strip_comments=True, link_rel=None)
 
 
 _ATTACHMENT = re.compile(r"(?<![\w-])attachment:([^\s)\"'>]+)")

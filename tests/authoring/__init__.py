@@ -1,0 +1,1 @@
+"""Tests of utils/authoring/ (build, check, demo)."""

@@ -1,0 +1,1 @@
+"""Tests of utils/bench/ (the benchmarks)."""

@@ -1,0 +1,1 @@
+"""Tests of utils/classroom/ (a class on one server, the term's commands, the student Lab's install)."""

@@ -1,0 +1,1 @@
+"""Tests of the three lessons (source/): their text, figures, observations and gradings."""

@@ -1,0 +1,1 @@
+"""Tests of utils/sandbox/ (the bubblewrap sandbox of every grading kernel)."""

@@ -1,0 +1,300 @@
+"""A long-lived nbgrader process: nbgrader, nbconvert, jupyter_client and the course's steps are
+imported once (about 1.3 CPU-s a process), then every nbgrader command it is given runs in a child
+forked from it (milliseconds), through nbgrader's own application (NbGraderApp, as
+`python -m nbgrader` runs it). A child starts from the imported code alone: its own working
+folder, environment, cores and process session; its config is read again from its course folder;
+nothing one child did (a gradebook session, a kernel, a global) reaches the next. A child that
+runs past its time is killed with everything it started, kernels included.
+
+One request may hold several commands (a submission's `autograde` then its `generate_feedback`):
+they run one after another in the same child; a command may be skipped unless a result file says
+its notebook was graded (`if_graded`).
+
+The sandbox's trial start (utils/sandbox/probe.py, cached per process) is made in the worker itself
+before its first sandboxed child, so each child inherits it: once per worker and environment.
+
+    python -m utils.grading.nbgrader_worker     reads one JSON request a line on stdin, answers one a line
+
+The client side (utils/nbgrader_client.py, used by utils.processes.nbgrader) keeps a pool of idle
+workers per process (the grader, a Dask worker, a test process), started when first needed and
+ended with the process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import nbformat
+import nbgrader
+import nbgrader.apps.nbgraderapp
+import utils.sandbox.manager  # noqa: F401 - the kernels' manager, imported once
+from jinja2 import BytecodeCache
+from jupyter_core.application import NoStart
+from nbconvert.exporters import HTMLExporter
+from nbconvert.exporters.templateexporter import TemplateExporter
+from nbgrader.api import Gradebook
+from nbgrader.apps.nbgraderapp import NbGraderApp
+from traitlets.config import Config
+
+from utils.processes import BoundedLog, kill_tree
+from utils.grading.fingerprint import library_versions
+from utils.grading.pipeline import stamp_gradebooks_in_process
+from utils.grading.result_file import graded, read_result
+from utils.grading.steps.safe_html import configure_html
+from utils.sandbox import probe
+from utils.sandbox.command import THREAD_VARS
+
+IDLE_POLL = 0.02    # seconds between checks of a running child
+UNCHECKED = ("PYTHONUNBUFFERED", "COURSE_KERNEL_THREADS")   # besides the threads: no bearing on the sandbox
+
+
+# --- the worker -------------------------------------------------------------------------------
+
+def _warm() -> None:
+    """Import what every nbgrader command of the course needs, and fill the caches each process
+    fills on first use (compiled patterns of the highlighter, the Markdown renderer and the HTML
+    cleaner; the notebook schema's validator; the gradebook's mappings; the installed libraries'
+    versions), before any child is forked: every child inherits them instead of paying them."""
+    library_versions()
+    stamp_gradebooks_in_process()
+    try:   # the caches only: a child that finds one empty fills it itself
+        nb = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_markdown_cell("# Warm\nText with *emphasis*, `code`, $x^2$, a [link](https://example.org)"
+                                          "\n\n| a | b |\n|---|---|\n| 1 | 2 |"),
+            nbformat.v4.new_code_cell("def f(x):\n    return x * 2  # a comment\nprint(f'{f(2)}')",
+                                      outputs=[nbformat.v4.new_output("stream", text="4\n")])])
+        nbformat.validate(nb)
+        _share_compiled_templates()
+        config = Config()
+        configure_html(config)
+        config.RenderDeadline.seconds = 0
+        HTMLExporter(config=config).from_notebook_node(nb)
+        formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+        config.HTMLExporter.template_name = "feedback"   # as GenerateFeedback renders its pages
+        config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
+        config.HTMLExporter.extra_template_paths = [str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+        try:   # its page needs a grade's figures, which this notebook lacks: compiling it is what is kept
+            HTMLExporter(config=config).from_notebook_node(nb)
+        except Exception:  # noqa: BLE001
+            pass
+        with Gradebook("sqlite:///:memory:") as gb:
+            gb.update_or_create_assignment("warm")
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+
+class _CompiledTemplates(BytecodeCache):
+    """Jinja's bytecode cache, in this process's memory: a template compiled here (keyed by its
+    name and checked against its source) is not compiled again by a child's new exporter."""
+
+    def __init__(self):
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket):
+        code = self.compiled.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket):
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+def _share_compiled_templates() -> None:
+    """Every nbconvert exporter of this process (and its children) uses one bytecode cache: each
+    makes a Jinja environment of its own, which would compile the same templates again."""
+    cache, make = _CompiledTemplates(), TemplateExporter._create_environment
+
+    def environment(self):
+        env = make(self)
+        env.bytecode_cache = cache
+        return env
+
+    TemplateExporter._create_environment = environment
+
+
+def _exit_code(err: SystemExit) -> int:
+    code = err.code
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _one_command(argv: list[str]) -> int:
+    """One nbgrader command in this (child) process, as `python -m nbgrader` runs it."""
+    app = NbGraderApp.instance()
+    try:
+        app.initialize(argv)
+        app.start()
+        return 0
+    except NoStart:   # a subcommand's end, as launch_instance takes it
+        return 0
+    except SystemExit as err:
+        return _exit_code(err)
+    except BaseException:  # noqa: BLE001 - whatever it raised is its log's, as the command line prints it
+        traceback.print_exc()
+        return 1
+    finally:
+        try:
+            app.reset()
+        except Exception:  # noqa: BLE001
+            pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _graded(path: str) -> bool:
+    return graded(read_result(path))
+
+
+def _child(request: dict, status: str) -> None:
+    """In the forked child: its session, folder, environment and cores, then each command."""
+    os.setsid()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    if request.get("cpus"):
+        try:
+            os.sched_setaffinity(0, set(request["cpus"]))
+        except (AttributeError, OSError):
+            pass
+    done = []
+    for step in request["steps"]:
+        if step.get("if_graded") and not _graded(step["if_graded"]):
+            done.append({"rc": None, "seconds": 0.0})
+        else:
+            if done:
+                print(f"===== {step['argv'][0]}", flush=True)
+            start = time.perf_counter()
+            rc = _one_command(step["argv"])
+            done.append({"rc": rc, "seconds": time.perf_counter() - start})
+        with open(status, "w") as f:
+            json.dump(done, f)
+
+
+def _read_log(fd: int, log) -> None:
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        for chunk in iter(lambda: pipe.read(1 << 16), b""):
+            log.add(chunk)
+
+
+class Worker:
+    """The worker's side: requests in, children forked, answers out."""
+
+    def __init__(self):
+        self.current: str | None = None   # the environment whose sandbox answers the probe's caches hold
+        self.client = os.getppid()         # when it ends, so does the child it waits for
+
+    @staticmethod
+    def _key(env: dict) -> str:
+        """What the sandbox's answer depends on: the environment, but for the numeric libraries'
+        threads, which each run sets for its share of the cores."""
+        kept = {k: v for k, v in env.items() if k not in THREAD_VARS and k not in UNCHECKED}
+        return hashlib.sha256(json.dumps(sorted(kept.items())).encode()).hexdigest()
+
+    def _probe(self, request: dict) -> str | None:
+        """The sandbox's check (probe.unavailable, then the trial start) in this process, under the
+        request's environment; cached (per environment) and inherited by every child."""
+        key = self._key(request["env"])
+        if key != self.current:
+            probe.unavailable.cache_clear()
+            probe.trial_start.cache_clear()
+            self.current = key
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        try:
+            return probe.start_problem(request["sandbox"])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def handle(self, request: dict) -> dict:
+        if request.get("probe"):
+            return {"problem": self._probe(request)}
+        if request.get("sandbox"):
+            self._probe(request)
+        stale = self._key(request["env"]) != self.current   # the caches answer for another environment
+        fd, status = tempfile.mkstemp(prefix="nbgrader-worker-", suffix=".json")
+        os.close(fd)
+        read, write = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:   # the child: never returns
+            code = 0
+            try:
+                os.close(read)
+                os.dup2(write, 1)
+                os.dup2(write, 2)
+                os.close(write)
+                if stale:
+                    probe.unavailable.cache_clear()
+                    probe.trial_start.cache_clear()
+                _child(request, status)
+            except BaseException:  # noqa: BLE001
+                traceback.print_exc()
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(write)
+        log = BoundedLog()
+        reader = threading.Thread(target=_read_log, args=(read, log), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + request["timeout"] if request.get("timeout") else None
+        killed, wstatus = False, 0
+        # The child is reaped only after the kernels it left are killed: until then its PID (and so
+        # the session id its kernels carry) is still its own, never another process's.
+        while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            orphaned = os.getppid() != self.client   # the grader is gone: nobody waits for this one
+            if orphaned or (deadline is not None and time.monotonic() > deadline):
+                killed = True
+                kill_tree(pid)
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+                break
+            time.sleep(IDLE_POLL)
+        kill_tree(pid, children_only=True)   # kernels a dead or killed child left behind
+        _, wstatus = os.waitpid(pid, 0)
+        reader.join(timeout=10)
+        try:
+            with open(status) as f:
+                steps = json.load(f)
+        except (OSError, ValueError):
+            steps = []
+        finally:
+            os.unlink(status)
+        exit_rc = os.waitstatus_to_exitcode(wstatus)
+        rcs = [s["rc"] for s in steps]
+        if len(rcs) < len(request["steps"]):   # the command running when the child ended: the child's exit
+            rcs.append(exit_rc if exit_rc != 0 else 1)
+        return {"rcs": rcs, "seconds": [s["seconds"] for s in steps], "killed": killed, "log": log.text()}
+
+
+def serve() -> int:
+    """Answer requests (one JSON line each on stdin) until stdin closes."""
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)   # nothing printed here reaches the answers
+    _warm()
+    worker = Worker()
+    for line in sys.stdin:
+        try:
+            answer = worker.handle(json.loads(line))
+        except Exception as err:  # noqa: BLE001 - the client reports it
+            answer = {"error": f"{type(err).__name__}: {err}\n{traceback.format_exc()[-2000:]}"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the client ends it by closing stdin
+    sys.exit(serve())
