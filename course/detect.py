@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from course.device import dtype_name, model_dtype, pick_device
+from course.formatting import format_number, page_lines
 from course.hardware import Accelerator, get_accelerator
 from course.probes import PEAK_SIZES, measure_matmul_flops, measure_peak_flops, measure_read_bandwidth
 
@@ -100,13 +101,13 @@ def _measure(device: torch.device, key: str, where: Path | None, reuse: bool, ve
     if data is not None:
         if verbose:
             age_min = (time.time() - data.get("measured_at", 0)) / 60
-            print(f"reusing figures measured {age_min:,.0f} min ago at load average {data.get('load_average')} "
-                  f"({path}); every figure held against them is checked, and they are measured again when "
-                  f"one comes out impossible")
+            print(page_lines(f"reusing figures measured {age_min:,.0f} min ago at load average "
+                             f"{data.get('load_average')} ({path}); every figure held against them is checked, "
+                             f"and they are measured again when one comes out impossible", indent="  "))
         return data
     if verbose:
-        print(f"measuring read bandwidth and {dtype_name(dtype)} matmul FLOP/s on {device} (about a second) ...",
-              flush=True)
+        print(page_lines(f"measuring read bandwidth and {dtype_name(dtype)} matmul FLOP/s on {device} "
+                         f"(about a second) ...", indent="  "), flush=True)
     if device.type == "cuda":  # a GPU's peak as a benchmark takes it: several sizes, the best of repeats
         flops = measure_peak_flops(device, dtype, PEAK_SIZES, min_run_time)
     else:  # a CPU's reference rate: the median of one size's runs, which later cells measure again beside their work
@@ -161,10 +162,11 @@ def detect_hardware(device: torch.device | str | None = None, reuse: bool = Fals
         acc = catalog_accelerator(name)
         if acc is not None:
             if verbose:
-                print(f"GPU {name!r}: catalog entry {acc.name!r} ({acc.source})")
+                print(page_lines(f"GPU {name!r}: catalog entry {acc.name!r} ({acc.source})", indent="  "))
             return acc
         if verbose:
-            print(f"GPU {name!r} is not in the course catalog (course.hardware); measuring it instead.")
+            print(page_lines(f"GPU {name!r} is not in the course catalog (course.hardware); measuring it instead.",
+                             indent="  "))
         dtype = model_dtype(device)
         key = _safe(f"{name}-torch{torch.__version__}")
         data = _measure(device, key, where, reuse, verbose, read_bytes or 2 * GIB, matmul_n or 8192,
@@ -196,10 +198,15 @@ def _measured_source(data: dict, dtype: torch.dtype) -> str:
 
 
 def describe(acc: Accelerator, dtype: torch.dtype) -> str:
-    """One line: name, peak FLOP/s for `dtype`, bandwidth, ridge point, where the figures come from."""
+    """Name, peak FLOP/s for `dtype`, bandwidth, ridge point, where the figures come from: one sentence,
+    in lines that fit the page (course.formatting.page_lines)."""
     peak = acc.peak(dtype_name(dtype))
     kind = "measured" if acc.measured else "spec sheet"
     # A measured source already opens with "measured on this machine": do not say "measured" twice.
     where = acc.source if acc.source.lower().startswith(kind) else f"{kind}: {acc.source}"
-    return (f"{acc.name}: {peak / 1e12:.3g} TFLOP/s {dtype_name(dtype)}, {acc.bandwidth_bytes_per_s / 1e9:.3g} GB/s, "
-            f"ridge {peak / acc.bandwidth_bytes_per_s:.0f} FLOP/byte ({where})")
+    def three(x: float) -> str:  # three significant digits, never e-notation (3350, not 3.35e+03)
+        return format_number(float(f"{x:.3g}"))
+
+    return page_lines(f"{acc.name}: {three(peak / 1e12)} TFLOP/s {dtype_name(dtype)}, "
+                      f"{three(acc.bandwidth_bytes_per_s / 1e9)} GB/s, ridge {peak / acc.bandwidth_bytes_per_s:.0f} "
+                      f"FLOP/byte ({where})", indent="  ")

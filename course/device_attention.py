@@ -17,6 +17,8 @@ from typing import Callable
 
 import torch
 
+from course.formatting import page_lines
+
 FUSED = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")  # tried in this order
 
 
@@ -74,8 +76,8 @@ def restrict_attention(model, device: torch.device | str,
             continue
         if ok:
             model.use_attention_backends([getattr(SDPBackend, name)])
-            return (f"attention: {name.lower()} only (it gives the math kernel's logits here, largest difference "
-                    f"{gap:.1e}); every pass below runs it")
+            return page_lines(f"attention: {name.lower()} only (it gives the math kernel's logits here, largest "
+                              f"difference {gap:.1e}); every pass below runs it", indent="  ")
         tried.append(f"{name.lower()}: differs from the math kernel by {gap:.2e}")
     raise RuntimeError(f"no {'fused ' if kernels == FUSED else ''}attention kernel of this PyTorch "
                        f"{'' if kernels == FUSED else 'allowed '}gives the right results on this "

@@ -16,9 +16,22 @@ PAGE_WIDTH = 120
 
 
 def page_lines(text: str, indent: str = "      ") -> str:
-    """`text` wrapped at spaces to PAGE_WIDTH, later lines indented by `indent` (under an "ok    " line)."""
-    return "\n".join(textwrap.wrap(text, PAGE_WIDTH, subsequent_indent=indent, break_on_hyphens=False,
-                                   break_long_words=False) or [""])
+    """`text` wrapped at spaces to PAGE_WIDTH, each of its own lines apart: a line's later lines are
+    indented by its own leading spaces and `indent` (six spaces: under an "ok    " line). A word is
+    never broken (a number stays whole), and never left alone on a paragraph's last line."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        wrapped = textwrap.wrap(line, PAGE_WIDTH, subsequent_indent=lead + indent, break_on_hyphens=False,
+                                break_long_words=False) or [""]
+        if len(wrapped) > 1 and len(wrapped[-1].split()) == 1 and len(wrapped[-2].split()) > 2:
+            # never one word alone on the last line: the word before it goes down with it
+            before, word = wrapped[-2].rstrip().rsplit(" ", 1)
+            last = f"{lead}{indent}{word} {wrapped[-1].strip()}"
+            if len(last) <= PAGE_WIDTH:
+                wrapped[-2:] = [before.rstrip(), last]
+        lines += wrapped
+    return "\n".join(lines)
 
 
 def short_lines(text: str, width: int = WIDTH) -> list[str]:

@@ -31,6 +31,8 @@ from typing import Callable
 
 import torch
 
+from course.formatting import page_lines
+
 EAGER = "eager"
 GRAPH = "CUDA graph"
 CAPTURE_WARMUP = 3  # untimed calls on a side stream before capture, as torch.cuda.graphs asks
@@ -42,12 +44,12 @@ def timing_path(device: torch.device | str) -> str:
 
 
 def path_note(device: torch.device | str) -> str:
-    """One line saying how passes are timed on `device`, and why."""
+    """How passes are timed on `device`, and why (lines that fit the page)."""
     if timing_path(device) == GRAPH:
-        return ("timing path: CUDA graphs (each step or pass recorded once, then replayed with one launch); "
-                "eager beside it once, in section 8")
-    return ("timing path: eager (on a CPU no graph is captured: each operator runs when Python calls it, "
-            "and a CPU kernel's launch costs little beside its work)")
+        return page_lines("timing path: CUDA graphs (each step or pass recorded once, then replayed with one launch); "
+                          "eager beside it once, in section 8", indent="  ")
+    return page_lines("timing path: eager (on a CPU no graph is captured: each operator runs when Python calls it, "
+                      "and a CPU kernel's launch costs little beside its work)", indent="  ")
 
 
 def capture(fn: Callable[[], object], warmup: int = CAPTURE_WARMUP, cuda=None) -> Callable[[], None]:

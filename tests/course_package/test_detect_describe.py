@@ -13,7 +13,7 @@ def _data() -> dict:
 def test_measured_source_is_not_prefixed_twice():
     acc = Accelerator("CPU: test, 2 threads (measured)", {"fp32": 1e11}, 2e10, 2**34,
                       source=_measured_source(_data(), torch.float32), measured=True)
-    line = describe(acc, torch.float32)
+    line = " ".join(describe(acc, torch.float32).split())  # as one line, however the page wraps it
     assert "measured: measured" not in line
     assert "(measured on this machine at" in line
 

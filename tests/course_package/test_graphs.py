@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from course import graphs
+from course.formatting import page_lines
 from course.models import ModelConfig
 from course.toy_model import build_model
 from utils.lessons import REPO
@@ -452,7 +453,8 @@ def test_the_first_request_runs_generate_on_replayed_passes_on_a_gpu(monkeypatch
         return graphs.for_requests(m, prompt, n_out, "cuda")
 
     namespace = {"torch": torch, "plt": plt, "model": model, "cfg": model.config, "DEVICE": torch.device("cpu"),
-                 "generate": generate, "for_requests": for_requests, "PREFILL_COLOR": "C0", "DECODE_COLOR": "C1"}
+                 "generate": generate, "for_requests": for_requests, "PREFILL_COLOR": "C0", "DECODE_COLOR": "C1",
+                 "page_lines": page_lines}   # as the lesson's set-up cell imports it
     source = _cell("request = generate(").replace("(1, 128)", "(1, 12)")  # a shorter prompt: the same path
     exec(compile(source, "section 3", "exec"), namespace)
     plt.close("all")
