@@ -6,7 +6,7 @@ Two sources of printed lines: the visible checks' "ok" lines and messages, check
 tests/lessons/test_visible_checks_reject_mistakes.py runs them (on the reference and every sample mistake),
 and every other cell's output, read here from the reference's autograded notebook of the session's
 one grading of each lesson (tests/grading_runs.py; nothing is run again for it). What lesson 3 would
-print on a GPU, which no reference run here reaches, is checked in tests/test_lesson3_printed_width.py."""
+print on a GPU, which no reference run here reaches, is checked in tests/lessons/test_lesson3_printed_width.py."""
 
 from __future__ import annotations
 

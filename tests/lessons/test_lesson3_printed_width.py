@@ -3,7 +3,7 @@ runs on a CPU: its printers are called here with what a CUDA device gives them (
 device names, the catalog's sources, a measured GPU's source with its CUDA build, GPU-scale times),
 and every print in the lesson's own cells goes through page_lines or a printer that wraps itself,
 whichever branch (CPU or GPU) it sits in. The reference run's lines are checked in
-tests/test_printed_width.py."""
+tests/lessons/test_printed_width.py."""
 
 from __future__ import annotations
 
