@@ -336,14 +336,16 @@ def test_section_10_states_its_conditions(nb):
     assert "FlashInfer backend still makes two calls" in text["s10-intro"]
     assert "Sarathi; Agrawal et al.\n2023, arXiv 2308.16369" in text["s10-intro"]
     assert "Attention runs as two\nkernels" not in text["s10-intro"]
-    assert "profiles a **token budget**" in text["s10-chunk"] and "bounds that budget from above" in text["s10-chunk"]
+    assert "profiles a **token budget**" in text["s10-chunk"]
+    demo = next(t for t in text.values() if t.startswith("Your functions on Llama-3-8B, bf16, H100 SXM: 64 streams"))
+    assert "bound Sarathi-Serve's budgets from above" in demo  # said where the comparison prints
     assert "512 tokens at 100 ms, 2,048 at 500 ms" in text["s10-chunk"]
     queues = text["a240a9c9"]
     assert "M/D/1" in queues and "90 % of requests" in queues and "P99 TBT" in queues and "TPOT" in queues
     assert "Little's law" in queues and "prefill:decode split" in queues
     assert "NanoFlow" in text["ma-47"]
     assert "40 or 8 KV heads" in text["ma-35"] and "32 or 8" not in text["ma-35"]
-    assert "an estimate" in nb.cells[0].source
+    assert "a first-time reader's worked run" in nb.cells[0].source  # where the stated time comes from
 
 
 def test_sections_10_and_11_state_what_the_reviews_asked(nb):
@@ -402,7 +404,7 @@ def test_p1_is_reasoned_from_the_text_not_eliminated(nb):
     for _, text in options:
         rate, reason = text.split(": ", 1)
         assert rate in ("$1/D$", "$R_m$", "Below $R_m$", "Above $R_m$"), text
-        assert not re.search(r"\d", text), text  # no number to match against the printout
+        assert not re.search(r"\d", text.replace("$1/D$", "")), text  # no rate to match against the printout
     # what settles it is in the text before p1
     assert "the 90th percentile lies far above the mean" in queues.split("**p1")[0]
     assert "About 3.9" not in queues and "5.5" not in queues
