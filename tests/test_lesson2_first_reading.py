@@ -60,7 +60,7 @@ def test_stated_figures_come_with_their_reason(nb):
     assert "Real kernels, running below peak rates,\ncan exceed even the **no-overlap time**" in roofline
     assert "141" not in next(c.source for c in nb.cells if c.source.startswith("`course/hardware.py` holds"))
     chunks = _markdown(nb, "Your functions on Llama-3-8B, bf16, H100 SXM: 64 streams")
-    assert "Sarathi-Serve's budgets from above, 4-5x loose" in chunks and "shrink real budgets" in chunks
+    assert "Sarathi-Serve's budgets from above, 4-5x loose" in chunks and "slack shrink real budgets" in chunks
 
 
 def test_exercise_d_whole_number_rule_is_the_graders(nb):
