@@ -76,8 +76,9 @@ def format_number(x: float, digits: int = 6) -> str:
 
 def format_pair(expected: float, returned: float, tell_apart: bool = True) -> tuple[str, str]:
     """Both numbers in the same notation (format_number, the same significant digits: 6, or as
-    many as it takes, up to 17, to tell them apart). Where one is beyond 1e21, both are in
-    e-notation."""
+    many as it takes, up to 17, to tell them apart). With `tell_apart` False (a passing check),
+    two that round alike to 6 significant digits show as that one rounded number. Where one is
+    beyond 1e21, both are in e-notation."""
     extreme = any(math.isfinite(v) and v != 0 and not (1 / EXTREME <= abs(v) < EXTREME) for v in (expected, returned))
     digits = 6
 
@@ -87,6 +88,14 @@ def format_pair(expected: float, returned: float, tell_apart: bool = True) -> tu
         return format_number(expected, d), format_number(returned, d)
 
     shown = both(digits)
+    if not tell_apart and shown[0] != shown[1] and all(math.isfinite(v) for v in (expected, returned)):
+        # values a check accepts as close, apart only by float noise (312,000,000,000,001): both rounded
+        # to `digits` significant digits, where they print alike; a difference the tolerance allows
+        # beyond that (a looser rel) still shows
+        rounded = tuple(float(f"{v:.{digits}g}") for v in (expected, returned))
+        if rounded[0] == rounded[1]:
+            text = f"{rounded[0]:.{digits}g}" if extreme else format_number(rounded[0], digits)
+            return text, text
     while tell_apart and digits < 17 and shown[0] == shown[1] and expected != returned:
         digits += 1
         shown = both(digits)

@@ -193,6 +193,29 @@ def attention_flops(cfg, new_tokens, cached_tokens=0):
     d_attn = cfg.n_heads * cfg.head_dim
     return 4 * cfg.n_layers * d_attn * (new_tokens * cached_tokens + new_tokens * (new_tokens - 1) / 2)
 '''),
+    # Attention's width taken from the key/value heads, n_kv_heads * head_dim: right where every
+    # query head has its own (Llama-2-7B), 4x too few FLOPs under grouped-query attention (Llama-3-8B).
+    "attention_width_from_kv_heads": ("attention_flops", '''
+def attention_flops(cfg, new_tokens, cached_tokens=0):
+    d_attn = cfg.n_kv_heads * cfg.head_dim
+    return 4 * cfg.n_layers * d_attn * (new_tokens * cached_tokens + new_tokens * (new_tokens + 1) / 2)
+'''),
+    # A tie, compute time equal to memory time, called memory-bound: the text says "compute" when the
+    # compute time is at least the memory time.
+    "tie_called_memory_bound": ("roofline", '''
+def ridge_point(peak_flops_per_s, bandwidth_bytes_per_s):
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+def attainable_flops(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
+    return min(peak_flops_per_s, intensity * bandwidth_bytes_per_s)
+
+
+def roofline_time(flops, nbytes, peak_flops_per_s, bandwidth_bytes_per_s):
+    c, m = flops / peak_flops_per_s, nbytes / bandwidth_bytes_per_s
+    return {"compute_s": c, "memory_s": m, "bound_s": max(c, m), "no_overlap_s": c + m,
+            "binding": "compute" if c > m else "memory"}
+'''),
 }
 
 # --- alternative correct solutions ---------------------------------------------------------------
