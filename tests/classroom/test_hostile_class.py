@@ -1,5 +1,6 @@
 """A class's LMS import and grading with one hostile student of each kind among fair ones: every
-fair student is collected, graded and given feedback; each hostile upload refuses its student alone,
+fair student is collected, graded and given feedback; an upload naming another student inside is
+filed as its sender's alone; each unsafe upload refuses its student alone,
 named with the reason; a hostile notebook (a forged line written to the kernel's own stdout, an
 image declaring 80,000 x 80,000 pixels displayed and attached) is graded like any other, its
 images left out; and nothing printed on the instructor's terminal holds a raw control character.
@@ -58,8 +59,11 @@ def test_a_class_with_one_hostile_student_of_each_kind(tmp_path, capfd):
     forger = submission_from(release, ref, {"add": FORGER_ADD})
     forger.cells.insert(0, nbformat.v4.new_markdown_cell("![my plot](attachment:plot.png)",
                                                          attachments={"plot.png": {"image/png": BOMB}}))
+    marked = submission_from(release, ref, {})
+    marked.cells.insert(0, nbformat.v4.new_markdown_cell("sent by mallory"))
+    mallorys = nbformat.writes(marked).encode()
     hostile = {   # student -> their upload, as the LMS named it
-        "mallory_1_2_upload.zip": _zip({"carol_1_2_tiny.ipynb": fair}),         # another's name inside
+        "mallory_1_2_upload.zip": _zip({"carol_1_2_tiny.ipynb": mallorys}),     # another's name inside
         "dup_1_2_upload.zip": _zip({"tiny.ipynb": fair, "old/tiny.ipynb": fair}),
         "slip_1_2_upload.zip": _zip({"../../tiny.ipynb": fair}),
         "deep_1_2_upload.zip": _zip({"a.zip": _zip({"b.zip": _zip({"tiny.ipynb": fair})})}),
@@ -71,13 +75,16 @@ def test_a_class_with_one_hostile_student_of_each_kind(tmp_path, capfd):
                           f"x{FORGED}_1_2_tiny.ipynb": fair, **hostile}))
 
     result = lms_import(root, LESSON, [lms])
-    assert result.collected == ["carol", "erin", "forger"], result
-    assert set(result.refused) == {"mallory", "dup", "slip", "deep"}, result.refused
+    # mallory's upload is hers whatever it names inside: filed as hers, carol's own left untouched
+    assert result.collected == ["carol", "erin", "forger", "mallory"], result
+    assert set(result.refused) == {"dup", "slip", "deep"}, result.refused
+    assert "sent by mallory" not in "".join(p.read_text() for p in (root / "submitted" / "carol").rglob("*.ipynb"))
+    assert "sent by mallory" in "".join(p.read_text() for p in (root / "submitted" / "mallory").rglob("*.ipynb"))
     assert len(result.unattributed) == 1 and "student id" in result.unattributed[0]
 
     run = grade_lessons(root, [LESSON], workers=2)
     outcomes = {o.student: (o.status, o.score) for o in run.outcomes}
-    assert outcomes == {s: ("graded", 6.0) for s in ("carol", "erin", "forger")}, outcomes
+    assert outcomes == {s: ("graded", 6.0) for s in ("carol", "erin", "forger", "mallory")}, outcomes
     for student in result.collected:
         assert (root / "feedback" / student / LESSON / "tiny.html").is_file(), student
     page = (root / "feedback" / "forger" / LESSON / "tiny.html").read_text()

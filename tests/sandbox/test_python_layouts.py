@@ -123,11 +123,15 @@ def broken_layout(monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_layout, tmp_path):
+def test_a_sandbox_that_cannot_start_stops_grading_with_bwraps_message(broken_layout, tmp_path, monkeypatch):
     from utils.authoring import demo
+    from utils.grading import settings
     from utils.grading.settings import CourseSettings, require_sandbox
     from utils.sandbox.probe import start_problem
 
+    # The trial start is a grading worker's (another process, which this layout cannot reach):
+    # here it is made in this process, under the broken layout, as the worker would make it.
+    monkeypatch.setattr(settings, "worker_start_problem", lambda bwrap, env: start_problem(bwrap))
     problem = start_problem()
     assert problem and "bwrap: Can't make symlink at /usr/bin" in problem and "Nobody was graded" in problem
     with pytest.raises(ToolError, match="Can't make symlink at /usr/bin"):
