@@ -277,7 +277,9 @@ def test_cells_that_sleep_past_their_own_timeout_stop_at_the_notebooks_budget(tm
     assert len(notes) == 1 and "from #2 on were not run" in notes[0]["text"], read_notes(nb)
     used = resources[BUDGET_KEY]
     assert used["budget_s"] == 3 and 3.0 <= used["used_s"] < 5.0, used
-    assert took < 5.0, took   # the budget and the interrupts' answers; the old count let all six run (> 12 s)
+    # the budget and the interrupts' answers (about 4 to 7 s, more on a loaded machine); the old count
+    # let all six run, 6 x 2 s and more
+    assert took < 12.0, took
 
 
 @pytest.mark.slow   # a kernel
