@@ -49,6 +49,11 @@ def fake_distribution(site, name: str, version: str, files: dict[str, int], text
     for path, content in (text or {}).items():
         (site / path).parent.mkdir(parents=True, exist_ok=True)
         (site / path).write_text(content)
+    for path, size in files.items():   # on disk at their size too (sparse: no blocks written)
+        if path not in (text or {}):
+            (site / path).parent.mkdir(parents=True, exist_ok=True)
+            with open(site / path, "wb") as f:
+                f.truncate(size)
     record = [f"{path},sha256=x,{size}" for path, size in files.items()] + [f"{info.name}/RECORD,,"]
     (info / "RECORD").write_text("\n".join(record) + "\n")
 
