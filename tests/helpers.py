@@ -1,10 +1,13 @@
-"""Small helpers more than one test file needs: a free loopback port and a digest of files."""
+"""Small helpers more than one test file needs: a free loopback port, a digest of files, a zip in memory."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import socket
+import stat
+import zipfile
 from pathlib import Path
 
 
@@ -29,3 +32,17 @@ def digest(path: Path) -> str | dict[str, str]:
         elif p.is_file():
             found[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
     return found
+
+
+def zip_of(entries: dict[str, bytes | str], special: dict[str, int] | None = None) -> bytes:
+    """A zip of `entries` (name: content), as an upload holds one; `special` gives an entry its Unix
+    file type (a link, a device)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            info = zipfile.ZipInfo(name)
+            info.create_system = 3
+            info.external_attr = ((special or {}).get(name, stat.S_IFREG) | 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    return buf.getvalue()

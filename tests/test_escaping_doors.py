@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import zip_of
+
 from utils.escaping import escaped, has_control
 
 FORGED = "\r\x1b[2K\x1b[1A FORGED: all 40 submissions graded\u202e\u2028\x85\x7f"   # no NUL: no file name holds one
@@ -108,20 +110,13 @@ def test_the_lms_import_prints_entry_names_escaped(tmp_path, capsys):
         z.writestr(f"{FORGED}.ipynb", "{}")                               # matches no pattern
         z.writestr(f"x{FORGED}_1_2_tiny.ipynb", "{}")                     # an id refused
         z.writestr("mallory_1_2_upload.zip", inner.getvalue())            # a student refused
-        z.writestr("carol_1_2_upload.zip", _one({NB: "{}", f"{FORGED}.txt": ""}))   # left out
+        z.writestr("carol_1_2_upload.zip", zip_of({NB: "{}", f"{FORGED}.txt": ""}))   # left out
     assert zip_collect(root, LESSON, [lms]) == ["carol"]
     out = capsys.readouterr().out
     assert "refused mallory" in out and "did not match" in out and "left out" in out, out
     _clean(out, "zip-collect")
     _clean((root / "refused" / f"{LESSON}.txt").read_text(), "refused/LESSON.txt")
 
-
-def _one(entries: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for k, v in entries.items():
-            z.writestr(k, v)
-    return buf.getvalue()
 
 
 def test_the_sandbox_launcher_names_what_it_left_out_quoted(tmp_path):

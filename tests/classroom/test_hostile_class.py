@@ -10,11 +10,11 @@ test_steps_kernel_fields.py."""
 from __future__ import annotations
 
 import base64
-import io
-import zipfile
 
 import nbformat
 import pytest
+
+from helpers import zip_of
 
 from utils.classroom.rehearsal import rehearsal_course
 from utils.classroom.workflow import lms_import
@@ -43,13 +43,6 @@ FORGER_ADD = ("import os\nfrom IPython.display import display\n"
               "def add(a, b):\n    return a + b")
 
 
-def _zip(entries: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in entries.items():
-            z.writestr(name, data)
-    return buf.getvalue()
-
 
 def test_a_class_with_one_hostile_student_of_each_kind(tmp_path, capfd):
     root = rehearsal_course(tmp_path / "course")
@@ -63,14 +56,14 @@ def test_a_class_with_one_hostile_student_of_each_kind(tmp_path, capfd):
     marked.cells.insert(0, nbformat.v4.new_markdown_cell("sent by mallory"))
     mallorys = nbformat.writes(marked).encode()
     hostile = {   # student -> their upload, as the LMS named it
-        "mallory_1_2_upload.zip": _zip({"carol_1_2_tiny.ipynb": mallorys}),     # another's name inside
-        "dup_1_2_upload.zip": _zip({"tiny.ipynb": fair, "old/tiny.ipynb": fair}),
-        "slip_1_2_upload.zip": _zip({"../../tiny.ipynb": fair}),
-        "deep_1_2_upload.zip": _zip({"a.zip": _zip({"b.zip": _zip({"tiny.ipynb": fair})})}),
+        "mallory_1_2_upload.zip": zip_of({"carol_1_2_tiny.ipynb": mallorys}),     # another's name inside
+        "dup_1_2_upload.zip": zip_of({"tiny.ipynb": fair, "old/tiny.ipynb": fair}),
+        "slip_1_2_upload.zip": zip_of({"../../tiny.ipynb": fair}),
+        "deep_1_2_upload.zip": zip_of({"a.zip": zip_of({"b.zip": zip_of({"tiny.ipynb": fair})})}),
     }
     lms = tmp_path / "submissions.zip"
-    lms.write_bytes(_zip({"carol_1_2_tiny.ipynb": fair,
-                          "erin_1_2_upload.zip": _zip({"tiny.ipynb": fair, "notes.txt": b"mine"}),
+    lms.write_bytes(zip_of({"carol_1_2_tiny.ipynb": fair,
+                          "erin_1_2_upload.zip": zip_of({"tiny.ipynb": fair, "notes.txt": b"mine"}),
                           "forger_1_2_tiny.ipynb": nbformat.writes(forger).encode(),
                           f"x{FORGED}_1_2_tiny.ipynb": fair, **hostile}))
 

@@ -46,17 +46,11 @@ def slurm():
         pytest.skip(f"needs batchspawner (requirements-classroom.txt): {err}")
     # three servers at once on this machine's cores: the node offers more CPUs than it has
     with one_node_slurm(cpus=max(4, os.cpu_count() or 1)) as cluster:
-        before = os.environ.get("SLURM_CONF")
-        os.environ["SLURM_CONF"] = str(cluster.conf)   # the hub's environment, as a site sets it
-        try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("SLURM_CONF", str(cluster.conf))   # the hub's environment, as a site sets it
             # the class's default origins (*.class.localhost), found as a browser finds them
             with one_server._LocalhostNames(one_server.LOCAL_ORIGINS):
                 yield cluster
-        finally:
-            if before is None:
-                os.environ.pop("SLURM_CONF", None)
-            else:
-                os.environ["SLURM_CONF"] = before
 
 
 def _jobs_of(cluster) -> dict[str, tuple[str, str]]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import io
 import stat
-import zipfile
 from pathlib import Path
 
 import pytest
+
+from helpers import zip_of
 
 from utils.classroom.workflow import ImportCaps, lms_import, zip_collect
 from utils.lessons import REPO
@@ -21,18 +22,6 @@ LESSON, NB = "01_tiny", "tiny.ipynb"
 def _nb(who: str) -> bytes:
     return ('{"cells": [], "metadata": {"who": "%s"}, "nbformat": 4, "nbformat_minor": 5}' % who).encode()
 
-
-def _zip(entries: dict[str, bytes], special: dict[str, int] | None = None) -> bytes:
-    """A zip of `entries`; `special` gives an entry its Unix file type (a link, a device)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in entries.items():
-            info = zipfile.ZipInfo(name)
-            info.create_system = 3
-            info.external_attr = ((special or {}).get(name, stat.S_IFREG) | 0o644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, data)
-    return buf.getvalue()
 
 
 def _course(tmp_path: Path) -> Path:
@@ -57,7 +46,7 @@ def _written(root: Path) -> set[str]:
 def _nested(depth: int, inner: bytes) -> bytes:
     data = inner
     for _ in range(depth):
-        data = _zip({"more.zip": data})
+        data = zip_of({"more.zip": data})
     return data
 
 
@@ -67,9 +56,9 @@ def test_the_student_id_comes_from_the_lms_name_never_from_inside_an_upload(tmp_
     hers alone."""
     root = _course(tmp_path)
     lms = tmp_path / "submissions.zip"
-    lms.write_bytes(_zip({
+    lms.write_bytes(zip_of({
         "carol_1001_5001_tiny.ipynb": _nb("carol"),
-        "mallory_1002_5002_upload.zip": _zip({"zcarol_1001_5001_tiny.ipynb": _nb("mallory as carol"),
+        "mallory_1002_5002_upload.zip": zip_of({"zcarol_1001_5001_tiny.ipynb": _nb("mallory as carol"),
                                               "carol/tiny.ipynb": _nb("mallory in carol's folder")}),
     }))
     zip_collect(root, LESSON, [lms])
@@ -80,15 +69,15 @@ def test_the_student_id_comes_from_the_lms_name_never_from_inside_an_upload(tmp_
 
 
 HOSTILE = {   # student -> (their upload, the words their refusal must hold)
-    "dup": (_zip({"tiny.ipynb": _nb("a"), "backup/tiny.ipynb": _nb("b")}), "two notebooks"),
-    "dotdot": (_zip({"../../tiny.ipynb": _nb("x")}), "unsafe name"),
-    "absolute": (_zip({"/etc/tiny.ipynb": _nb("x")}), "unsafe name"),
-    "link": (_zip({"tiny.ipynb": b"/etc/passwd"}, {"tiny.ipynb": stat.S_IFLNK}), "a link"),
-    "device": (_zip({"tiny.ipynb": b""}, {"tiny.ipynb": stat.S_IFCHR}), "a device"),
+    "dup": (zip_of({"tiny.ipynb": _nb("a"), "backup/tiny.ipynb": _nb("b")}), "two notebooks"),
+    "dotdot": (zip_of({"../../tiny.ipynb": _nb("x")}), "unsafe name"),
+    "absolute": (zip_of({"/etc/tiny.ipynb": _nb("x")}), "unsafe name"),
+    "link": (zip_of({"tiny.ipynb": b"/etc/passwd"}, {"tiny.ipynb": stat.S_IFLNK}), "a link"),
+    "device": (zip_of({"tiny.ipynb": b""}, {"tiny.ipynb": stat.S_IFCHR}), "a device"),
     "broken": (b"PK\x03\x04 not a zip at all", "could not be read"),
-    "deep": (_nested(3, _zip({"tiny.ipynb": _nb("deep")})), "deep"),
-    "bomb": (_zip({f"f{i}.ipynb": b"\0" * 1_000_000 for i in range(40)}), "over the cap"),
-    "many": (_zip({f"n{i}.txt": b"" for i in range(600)}), "entries"),
+    "deep": (_nested(3, zip_of({"tiny.ipynb": _nb("deep")})), "deep"),
+    "bomb": (zip_of({f"f{i}.ipynb": b"\0" * 1_000_000 for i in range(40)}), "over the cap"),
+    "many": (zip_of({f"n{i}.txt": b"" for i in range(600)}), "entries"),
 }
 
 
@@ -96,9 +85,9 @@ def test_each_hostile_upload_refuses_its_student_alone_and_names_them(tmp_path, 
     root = _course(tmp_path)
     entries = {f"{s}_1_2_upload.zip": data for s, (data, _) in HOSTILE.items()}
     entries |= {f"fair{i}_1_2_tiny.ipynb": _nb(f"fair{i}") for i in range(3)}
-    entries["fair3_1_2_work.zip"] = _zip({"tiny.ipynb": _nb("fair3"), "notes.txt": b"mine"})
+    entries["fair3_1_2_work.zip"] = zip_of({"tiny.ipynb": _nb("fair3"), "notes.txt": b"mine"})
     lms = tmp_path / "submissions.zip"
-    lms.write_bytes(_zip(entries))
+    lms.write_bytes(zip_of(entries))
     result = lms_import(root, LESSON, [lms])
     assert _submitted(root) == {f"fair{i}": _nb(f"fair{i}") for i in range(4)}
     assert set(result.refused) == set(HOSTILE), result.refused
@@ -119,14 +108,14 @@ def test_an_upload_is_read_under_the_caps_before_anything_is_written(tmp_path):
     root = _course(tmp_path)
     caps = ImportCaps(max_bytes=200_000, max_entries=50, max_depth=2)
     # 10 MB of zeros that declares 1,000 bytes: zipfile stops at the declared size and the CRC fails
-    liar = bytearray(_zip({"tiny.ipynb": b"\0" * 10_000_000}))
+    liar = bytearray(zip_of({"tiny.ipynb": b"\0" * 10_000_000}))
     for sig in (b"PK\x03\x04", b"PK\x01\x02"):   # the local header and the central directory record
         at = liar.find(sig)
         field = at + (22 if sig == b"PK\x03\x04" else 24)
         liar[field:field + 4] = (1000).to_bytes(4, "little")
     lms = tmp_path / "submissions.zip"
-    lms.write_bytes(_zip({"liar_1_2_upload.zip": bytes(liar),
-                          "big_1_2_upload.zip": _zip({"tiny.ipynb": b" " * 300_000}),
+    lms.write_bytes(zip_of({"liar_1_2_upload.zip": bytes(liar),
+                          "big_1_2_upload.zip": zip_of({"tiny.ipynb": b" " * 300_000}),
                           "fair_1_2_tiny.ipynb": _nb("fair")}))
     result = lms_import(root, LESSON, [lms], caps=caps)
     assert set(result.refused) == {"liar", "big"}, result.refused
@@ -169,7 +158,7 @@ def test_a_fair_upload_under_another_name_is_kept_when_it_is_the_only_notebook(t
     beside the lesson's own notebook, another is left out."""
     root = _course(tmp_path)
     lms = tmp_path / "submissions.zip"
-    lms.write_bytes(_zip({"doe_1_2_my_tiny.ipynb": _nb("doe"), "roe_1_2_tiny.ipynb": _nb("roe"),
+    lms.write_bytes(zip_of({"doe_1_2_my_tiny.ipynb": _nb("doe"), "roe_1_2_tiny.ipynb": _nb("roe"),
                           "roe_1_2_scratch.ipynb": _nb("roe's scratch")}))
     result = lms_import(root, LESSON, [lms])
     assert result.collected == ["doe", "roe"] and not result.refused, result

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import os
 import threading
 import time
 from pathlib import Path
@@ -46,15 +45,9 @@ def slurm():
     if problem:
         pytest.skip(f"no one-node Slurm here: {problem}")
     with one_node_slurm() as cluster:
-        before = os.environ.get("SLURM_CONF")
-        os.environ["SLURM_CONF"] = str(cluster.conf)   # what sbatch, squeue and scancel read
-        try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("SLURM_CONF", str(cluster.conf))   # what sbatch, squeue and scancel read
             yield cluster
-        finally:
-            if before is None:
-                os.environ.pop("SLURM_CONF", None)
-            else:
-                os.environ["SLURM_CONF"] = before
 
 
 def _course(dest: Path, answers: dict[str, dict[str, str]]) -> Path:
