@@ -44,7 +44,23 @@ def fingerprint(tools: Path | None = None) -> dict[str, str]:
     return files
 
 
+def _site_folders() -> list[str]:
+    """The library folders on the path (site-packages, and Debian's dist-packages), each once, in
+    import order: not the checkout, the tests' folders or setuptools' vendored packages."""
+    return list(dict.fromkeys(p for p in sys.path if Path(p).name in ("site-packages", "dist-packages")))
+
+
 @functools.lru_cache(maxsize=1)
 def library_versions() -> str:
-    """Python's and every installed distribution's version (read once per process: 0.2 s)."""
-    return "\n".join([sys.version, *sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())])
+    """Python's and every distribution's version installed in the library folders on the path (read
+    once per process: 0.2 s), each name once. Not metadata.distributions() over sys.path: that
+    counts whatever a process happens to have there (a checkout's *.egg-info once per time the
+    checkout is on the path, setuptools' vendored packages once setuptools is imported), so two
+    processes of the same environment keyed the same reference differently and every work folder
+    ran it again."""
+    seen: dict[str, str] = {}
+    for dist in metadata.distributions(path=_site_folders()):
+        name = dist.metadata["Name"]
+        if name:
+            seen.setdefault(name.lower().replace("_", "-"), f"{name}=={dist.version}")
+    return "\n".join([sys.version, *sorted(seen.values())])
