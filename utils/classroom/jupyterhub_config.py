@@ -155,17 +155,22 @@ if _slurm and _address:
     c.JupyterHub.trusted_alt_names = [_alt_name(_address)]
     c.JupyterHub.hub_bind_url = c.JupyterHub.hub_connect_url = f"https://{_host}:{_class.get('hub_port', 881)}"
     c.ConfigurableHTTPProxy.api_url = f"https://127.0.0.1:{_class.get('proxy_api_port', 882)}"
-    # the job binds its server on its node's address as Slurm knows it (NodeAddr), where the proxy reaches it
+    # the job binds its server on its node's address as Slurm knows it (NodeAddr), where the proxy
+    # reaches it: the hub names the host _NODE_ADDRESS (a name that resolves nowhere, so a job
+    # without this prologue fails to start rather than listen on every address) and the job
+    # puts its node's address in its place
+    _NODE_ADDRESS = "node-address.invalid"
     c.BatchSpawnerBase.req_prologue = "\n".join([
         'node_addr=$(scontrol show node -o "$SLURMD_NODENAME" | tr " " "\\n" | sed -n "s/^NodeAddr=//p")',
         '[ -n "$node_addr" ] || { echo "no NodeAddr for node $SLURMD_NODENAME" >&2; exit 1; }',
         'case "$node_addr" in *:*) node_addr="[$node_addr]" ;; esac',
-        'export JUPYTERHUB_SERVICE_URL="${JUPYTERHUB_SERVICE_URL/127.0.0.1/$node_addr}"'])
+        f'export JUPYTERHUB_SERVICE_URL="${{JUPYTERHUB_SERVICE_URL/{_NODE_ADDRESS}/$node_addr}}"'])
 
     def _cluster_spawner():
         import asyncio
         import contextlib
         import pwd
+        from urllib.parse import urlsplit
 
         from batchspawner import SlurmSpawner
 
@@ -179,6 +184,12 @@ if _slurm and _address:
                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
                 out, _ = await proc.communicate()
                 return dict(line.split()[:2] for line in out.decode().splitlines() if len(line.split()) >= 2)
+
+            def get_env(self):
+                env = super().get_env()
+                url = urlsplit(env["JUPYTERHUB_SERVICE_URL"])
+                env["JUPYTERHUB_SERVICE_URL"] = url._replace(netloc=f"{_NODE_ADDRESS}:{url.port or 0}").geturl()
+                return env
 
             async def start(self):
                 name, port = await super().start()
@@ -217,9 +228,13 @@ if _slurm and _address:
     c.JupyterHub.spawner_class = _cluster_spawner()
 
     async def _node_names(spawner):
-        """Each server's certificate names every node of its partition: the job's node is known
-        only once the certificate is made."""
+        """Each server's certificate names every node of its partition (the job's node is known
+        only once the certificate is made) and, with an origin per user, the user's own host name,
+        which the proxy checks it against."""
         nodes = await spawner.nodes()
-        return sorted({_alt_name(host) for pair in nodes.items() for host in pair})
+        names = {_alt_name(host) for pair in nodes.items() for host in pair}
+        if _class.get("subdomain_host"):
+            names.add(f"DNS:{spawner.user.domain}")
+        return sorted(names)
 
     c.Spawner.ssl_alt_names = _node_names
