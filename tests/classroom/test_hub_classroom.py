@@ -882,11 +882,11 @@ class TestTheSameClassOnSlurm:
         TIMINGS["Slurm: three servers as jobs, all ready"] = time.monotonic() - t0
         jobs = _jobs_of(slurm)
         assert all(jobs.get(n) == ("RUNNING", "spawner-jupyterhub") for n in names), jobs
+        room.slurm_servers = {n: Server(hub, n) for n in names}
+        room.done.add("the servers as jobs")
         # the proxy reaches each server on the node's address, over TLS
         targets = {k: v["target"] for k, v in hub.api("GET", "/proxy").json().items() if "/user/" in k}
         assert len(targets) == 3 and all(t.startswith(f"https://{CLUSTER_ADDRESS}:") for t in targets.values()), targets
-        room.slurm_servers = {n: Server(hub, n) for n in names}
-        room.done.add("the servers as jobs")
         # each server reaches the hub's API at the cluster address, over TLS, from its job
         line = room.slurm_servers[room.instructor].terminal(
             "echo api=$JUPYTERHUB_API_URL job=$SLURM_JOB_ID user=$(id -un) key=$JUPYTERHUB_SSL_KEYFILE")[0]
@@ -909,10 +909,12 @@ class TestTheSameClassOnSlurm:
             (c.laddr, c.status, c.pid) for c in psutil.net_connections("inet") if c.laddr and c.laddr.port in servers])
         assert room.hub_port not in {c.laddr.port for c in psutil.net_connections("tcp")
                                      if c.status == "LISTEN" and c.laddr.ip in ("127.0.0.1", "0.0.0.0", "::")}
-        tls = _tls_files(room)
-        for port in sorted(ports):
-            url = f"https://{CLUSTER_ADDRESS}:{port}/hub/api/" if port == room.hub_port else f"https://{CLUSTER_ADDRESS}:{port}/"
+        urls = {port: f"https://{CLUSTER_ADDRESS}:{port}/hub/api/" if port == room.hub_port else f"https://{CLUSTER_ADDRESS}:{port}/"
+                for port in sorted(ports)}
+        for port, url in urls.items():
             assert _refused(requests, url.replace("https://", "http://", 1)), f"plain HTTP answered on port {port}"
+        tls = _tls_files(room)
+        for port, url in urls.items():
             assert _refused(requests, url), f"a client without the class's CA got an answer on port {port}"
             assert _refused(requests, url, verify=str(tls["ca"])), f"a client without a certificate got an answer on {port}"
             r = requests.get(url, timeout=30, allow_redirects=False, verify=str(tls["ca"]), cert=(str(tls["cert"]), str(tls["key"])))
