@@ -89,7 +89,7 @@ def make_course(root: Path, cells: list) -> Path:
 # A file named here that is not there (renamed, moved) stops the run at once: it would silently
 # lose its place and be run last.
 LONGEST_FIRST = ("lessons/test_lesson3_check.py", "lessons/test_lessons.py", "browser/test_student.py", "classroom/test_hub_classroom.py",
-                 "classroom/test_hub_slurm.py", "sandbox/test_sandbox_grading.py", "grading/test_bad_submissions.py",
+                 "sandbox/test_sandbox_grading.py", "grading/test_bad_submissions.py",
                  "grading/test_cheats.py", "sandbox/test_without_bubblewrap.py", "grading/test_dask.py",
                  "grading/test_slurm_grading.py", "lessons/test_lesson2_observations.py",
                  "classroom/test_workflow.py", "authoring/test_tools.py", "grading/test_postgres.py",

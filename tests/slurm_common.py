@@ -1,5 +1,5 @@
 """A real one-node Slurm on this machine for the cluster tests (tests/grading/test_slurm_grading.py,
-tests/classroom/test_hub_slurm.py): Debian's `munged`, `slurmctld` and `slurmd`, started as root from a
+tests/classroom/test_hub_classroom.py): Debian's `munged`, `slurmctld` and `slurmd`, started as root from a
 `slurm.conf` written for this machine, all their state in one temporary folder, on free ports.
 
 Without cgroups (a container's are rarely usable) the node tracks a job's processes by their
@@ -89,7 +89,8 @@ class OneNodeSlurm:
         return path.read_text(errors="replace")[-3000:] if path.is_file() else ""
 
 
-def _conf(base: Path, host: str, ports: list[int], cpus: int, memory_mb: int, munge_socket: Path) -> str:
+def _conf(base: Path, host: str, ports: list[int], cpus: int, memory_mb: int, munge_socket: Path,
+          node_addr: str = "127.0.0.1") -> str:
     return "\n".join([
         f"ClusterName=course{ports[0]}",
         f"SlurmctldHost={host}(127.0.0.1)",
@@ -119,17 +120,18 @@ def _conf(base: Path, host: str, ports: list[int], cpus: int, memory_mb: int, mu
         "MinJobAge=10",
         "InactiveLimit=0",
         "SlurmdParameters=config_overrides",
-        f"NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+        f"NodeName={host} NodeAddr={node_addr} CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
         f"PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP",
         "",
     ])
 
 
 @contextlib.contextmanager
-def one_node_slurm(cpus: int | None = None):
+def one_node_slurm(cpus: int | None = None, node_addr: str = "127.0.0.1"):
     """munged, slurmctld and slurmd in the foreground (their own processes, killed at the end by
     their ids), with this machine as the one node of partition `debug` (offering `cpus` CPUs:
-    default, those it has). Jobs still known at the end are cancelled first."""
+    default, those it has), known to Slurm at `node_addr` (an address of this machine: the one a
+    compute node has on a cluster's network). Jobs still known at the end are cancelled first."""
     base = Path(tempfile.mkdtemp(prefix="course-slurm-", dir="/tmp"))
     base.chmod(0o755)
     for d in ("state", "spool", "log"):
@@ -143,7 +145,7 @@ def one_node_slurm(cpus: int | None = None):
     cpus = cpus or os.cpu_count() or 1
     memory_mb = max(1024, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20 // 2)
     conf = base / "slurm.conf"
-    conf.write_text(_conf(base, host, _free_ports(2), cpus, memory_mb, munge_socket))
+    conf.write_text(_conf(base, host, _free_ports(2), cpus, memory_mb, munge_socket, node_addr))
     conf.chmod(0o644)
     cluster = OneNodeSlurm(base, conf, host, cpus, memory_mb)
     try:
@@ -192,3 +194,28 @@ def _stop(cluster: OneNodeSlurm) -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def address_problem(addr: str) -> str | None:
+    """One line when `addr` cannot be made an address of this machine (needs root and `ip`)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return f"giving this machine the address {addr} needs root and iproute2's ip"
+    return None
+
+
+@contextlib.contextmanager
+def secondary_address(addr: str):
+    """`addr` (a /32 or /128) added to the loopback interface for the block, as a compute node's
+    address on a cluster's network, and removed after it; an address already there is used and
+    left. The hub test binds the hub's API there: not 127.0.0.0/8, yet reachable from this machine
+    alone."""
+    plen = 128 if ":" in addr else 32
+    present = subprocess.run(["ip", "-o", "addr", "show", "dev", "lo"], capture_output=True, text=True).stdout
+    added = f" {addr}/" not in present
+    if added:
+        subprocess.run(["ip", "addr", "add", f"{addr}/{plen}", "dev", "lo"], check=True, capture_output=True, text=True)
+    try:
+        yield addr
+    finally:
+        if added:
+            subprocess.run(["ip", "addr", "del", f"{addr}/{plen}", "dev", "lo"], capture_output=True)

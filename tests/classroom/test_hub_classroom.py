@@ -21,6 +21,14 @@ debugger's port; each server on its own origin (the default on loopback: NAME.cl
 host-only login cookies, no cross-origin read, a kernel run there. Last, the same class set up
 again with --one-origin and the hub restarted: what one origin still refuses.
 
+Then the same class (its environment built once for both) on a cluster: the one command again with
+--slurm-partition and --hub-address, a real one-node Slurm (tests/slurm_common.py) whose node is
+known at an address added to this machine for the test (10.77.0.1 on the loopback interface,
+removed after), the hub's API bound there, each user's server a Slurm job listening on that
+address, everything among them over TLS with JupyterHub's internal_ssl; the round trip of the
+second tiny lesson through those servers; and what the address refuses: plain HTTP, a client
+without the class's CA or without a certificate it signed, a user reading another user's key.
+
 Everything lives under one temporary folder, apart from the users' entries in /etc/passwd,
 /etc/shadow and /etc/group and one /etc/profile.d script named for this run, all removed at the
 end with every process the users ran, even when the test fails. Skips, saying why, where it
@@ -55,12 +63,17 @@ from utils.notebooks import submission_from
 from utils.scratch import scratch_config
 from utils.classroom.rehearsal import rehearsal_lessons
 from utils.classroom.room import LOCAL_ORIGINS
+from slurm_common import address_problem, one_node_slurm, secondary_address, slurm_problem
 
 # a class's round trip through a real hub: 143 s in make test, 373 s at load 8 to 11 (docs/benchmarks.md)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 LESSON, NB, COURSE_ID = "01_tiny", "tiny.ipynb", "prefill-decode"
 ONLY_VISIBLE = "def mul(a, b):\n    return 6 if (a, b) == (2, 3) else 0"   # 3/6: the hidden mul check fails
 TIMINGS: dict[str, float] = {}
+OTHER, OTHER_NB = "02_other", "other.ipynb"   # the lesson the class's round trip on Slurm releases
+WRONG_HALF = "def half(x):\n    return 2.0 if x == 4 else 0.0"   # 0/1: the visible check passes, the hidden fails
+SLURM_ARGS = ["--slurm-partition", "debug", "--slurm-memory", "600M", "--slurm-time", "00:30:00"]
+CLUSTER_ADDRESS = "10.77.0.1"   # the hub's and the node's address on the test's "cluster network"
 
 
 DEBIAN_PYTHON = Path("/usr/bin/python3")   # what utils/classroom/setup.sh picks by itself
@@ -447,8 +460,9 @@ class Class:
             self.env = Path(given)
         # the tiny lesson's source and the course's configuration; the instructor's release builds it
         scratch_config(self.course, REPO, "")
-        name, cells = rehearsal_lessons()[LESSON]
-        A.write(self.course / "source" / LESSON / name, cells)
+        for lesson in (LESSON, OTHER):
+            name, cells = rehearsal_lessons()[lesson]
+            A.write(self.course / "source" / lesson / name, cells)
         shutil.copytree(REPO / "utils", self.course / "utils", ignore=shutil.ignore_patterns("__pycache__"))
         roster = self.base / "students.csv"
         roster.write_text(f"id,first_name,last_name,email\n{self.alice},Alice,A,\n{self.bob},Bob,B,\n")
@@ -487,9 +501,9 @@ class Class:
         return sorted(p for p in (self.exchange / COURSE_ID / "inbound").glob(f"{student}+{LESSON}+*")
                       if p.lstat().st_uid == self.users.uid(student) and p.is_dir() and not p.is_symlink())
 
-    def answered(self, overrides: dict[str, str]) -> dict:
-        release_nb = nbformat.read(str(self.course / "release" / LESSON / NB), as_version=4)
-        ref = nbformat.read(str(self.course / "source" / LESSON / NB), as_version=4)
+    def answered(self, overrides: dict[str, str], lesson: str = LESSON, nb: str = NB) -> dict:
+        release_nb = nbformat.read(str(self.course / "release" / lesson / nb), as_version=4)
+        ref = nbformat.read(str(self.course / "source" / lesson / nb), as_version=4)
         return json.loads(nbformat.writes(submission_from(release_nb, ref, overrides)))
 
 
@@ -548,8 +562,8 @@ def _remove_env_later(room: Class, base: Path) -> None:
                          stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-def _scores(grade_output: str) -> dict[str, str]:
-    return dict(re.findall(r"^01_tiny\s+(\S+): (\d+(?:\.\d+)?/\d+)", grade_output, flags=re.M))
+def _scores(grade_output: str, lesson: str = LESSON) -> dict[str, str]:
+    return dict(re.findall(rf"^{lesson}\s+(\S+): (\d+(?:\.\d+)?/\d+)", grade_output, flags=re.M))
 
 
 @pytest.fixture(scope="module")
@@ -785,6 +799,180 @@ class TestAClassOnOneServer:
 
     def test_every_command_of_the_docs_ran(self, room):
         assert room.docs.unused() == [], f"commands of docs/class-server.md this test does not run: {room.docs.unused()}"
+
+
+# --- the same class on a cluster ------------------------------------------------------------------
+# The class set up again by the one command with the Slurm options and --hub-address, its
+# environment the one built above; its hub started on a one-node Slurm whose node is known at
+# CLUSTER_ADDRESS, an address given to this machine for the module. Independent of the checks
+# above but for the class itself.
+
+@pytest.fixture(scope="module")
+def slurm(room):
+    """The one-node Slurm, its node at CLUSTER_ADDRESS (added to the loopback interface and removed
+    after), SLURM_CONF in the hub's environment as a site sets it; the hub stopped, jobs cancelled
+    and the daemons stopped at the end."""
+    reason = slurm_problem() or address_problem(CLUSTER_ADDRESS)
+    if reason:
+        pytest.skip(reason)
+    try:
+        import batchspawner  # noqa: F401 - only whether it imports
+    except ImportError as err:
+        pytest.skip(f"needs batchspawner (requirements-classroom.txt): {err}")
+    # three servers at once on this machine's cores: the node offers more CPUs than it has
+    with secondary_address(CLUSTER_ADDRESS) as address, \
+            one_node_slurm(cpus=max(4, os.cpu_count() or 1), node_addr=address) as cluster, \
+            pytest.MonkeyPatch.context() as env:
+        env.setenv("SLURM_CONF", str(cluster.conf))
+        try:
+            yield cluster
+        finally:
+            if room.hub is not None:
+                room.hub.stop()
+
+
+def _jobs_of(cluster) -> dict[str, tuple[str, str]]:
+    """{user: (state, job name)} of every job Slurm lists."""
+    out = cluster.command("squeue", "-h", "-o", "%u %T %j").stdout
+    return {line.split()[0]: tuple(line.split()[1:3]) for line in out.splitlines() if len(line.split()) == 3}
+
+
+def _tls_files(room: Class) -> dict[str, Path]:
+    """The hub's own key pair and the bundle of every CA of the class (internal_ssl's store in the
+    hub's state folder, root's): a client the hub and every server accept."""
+    store = room.hub_state / "internal-ssl"
+    found = {k: next(store.glob(f"**/{name}"), None) for k, name in
+             (("cert", "hub-internal.crt"), ("key", "hub-internal.key"), ("ca", "hub-ca_trust.crt"))}
+    assert all(found.values()), (found, sorted(str(p.relative_to(store)) for p in store.rglob("*")))
+    return found
+
+
+def _refused(requests, url: str, **kw) -> bool:
+    """True when the request gets no HTTP answer at all (refused in the TLS handshake, or plain
+    HTTP on a TLS port)."""
+    try:
+        requests.get(url, timeout=20, allow_redirects=False, **kw)
+    except requests.RequestException:
+        return True
+    return False
+
+
+class TestTheSameClassOnSlurm:
+    def test_the_one_command_with_the_slurm_options_and_the_hub_address(self, room, slurm):
+        t0 = time.monotonic()
+        out = room.as_root([*room.setup_args, *SLURM_ARGS, "--hub-address", CLUSTER_ADDRESS],
+                           "the one command with the Slurm options")
+        assert "each user's server is a Slurm job (partition debug, 600M, 00:30:00)" in out, out
+        assert f"hub inside   {CLUSTER_ADDRESS}:{room.hub_port} (the hub, TLS)" in out, out
+        record = json.loads((room.prefix / "classroom.json").read_text())
+        assert record["slurm"]["partition"] == "debug" and record["hub_address"] == CLUSTER_ADDRESS, record
+        _check_layout(room)   # private homes, the exchange's modes: as on one server
+        room.hub = Hub(room)
+        TIMINGS["Slurm: the one command again, the hub answering"] = time.monotonic() - t0
+        room.done.add("the cluster's hub")
+
+    def test_three_servers_as_slurm_jobs_on_the_nodes_address_over_tls(self, room, slurm):
+        _needs(room, "the cluster's hub")
+        hub, t0 = room.hub, time.monotonic()
+        names = (room.instructor, room.alice, room.bob)
+        for name in names:
+            hub.start_server(name)
+        for name in names:
+            hub.wait(lambda name=name: hub.ready(name), 300, f"{name}'s server")
+        TIMINGS["Slurm: three servers as jobs, all ready"] = time.monotonic() - t0
+        jobs = _jobs_of(slurm)
+        assert all(jobs.get(n) == ("RUNNING", "spawner-jupyterhub") for n in names), jobs
+        room.slurm_servers = {n: Server(hub, n) for n in names}
+        room.done.add("the servers as jobs")
+        # the proxy reaches each server on the node's address, over TLS
+        targets = {k: v["target"] for k, v in hub.api("GET", "/proxy").json().items() if "/user/" in k}
+        assert len(targets) == 3 and all(t.startswith(f"https://{CLUSTER_ADDRESS}:") for t in targets.values()), targets
+        # each server reaches the hub's API at the cluster address, over TLS, from its job
+        line = room.slurm_servers[room.instructor].terminal(
+            "echo api=$JUPYTERHUB_API_URL job=$SLURM_JOB_ID user=$(id -un) key=$JUPYTERHUB_SSL_KEYFILE")[0]
+        assert f"api=https://{CLUSTER_ADDRESS}:{room.hub_port}/hub/api" in line and f"user={room.instructor}" in line, line
+        assert "job=" in line and "job=\r" not in line and "job= " not in line, line
+        run = room.prefix / "run" / str(room.users.uid(room.instructor))
+        assert f"key={run}/jupyterhub-user-{room.instructor}.key" in line, line
+
+    def test_the_cluster_address_answers_only_tls_with_the_class_ca(self, room, slurm):
+        """Every port on the cluster address (the hub's and the three servers'): plain HTTP gets no
+        answer, nor does a client without the class's CA, nor one with the CA but no certificate
+        it signed. The control: the hub's own key pair and the CA get an HTTP answer from each."""
+        _needs(room, "the servers as jobs")
+        import psutil
+        requests = room.hub.requests
+        ports = {c.laddr.port for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.laddr.ip == CLUSTER_ADDRESS}
+        servers = {int(t.rsplit(":", 1)[1].split("/")[0]) for t in
+                   (v["target"] for k, v in room.hub.api("GET", "/proxy").json().items() if "/user/" in k)}
+        assert room.hub_port in ports and servers <= ports and len(ports) == 4, (ports, servers, [
+            (c.laddr, c.status, c.pid) for c in psutil.net_connections("inet") if c.laddr and c.laddr.port in servers])
+        assert room.hub_port not in {c.laddr.port for c in psutil.net_connections("tcp")
+                                     if c.status == "LISTEN" and c.laddr.ip in ("127.0.0.1", "0.0.0.0", "::")}
+        urls = {port: f"https://{CLUSTER_ADDRESS}:{port}/hub/api/" if port == room.hub_port else f"https://{CLUSTER_ADDRESS}:{port}/"
+                for port in sorted(ports)}
+        for port, url in urls.items():
+            assert _refused(requests, url.replace("https://", "http://", 1)), f"plain HTTP answered on port {port}"
+        tls = _tls_files(room)
+        for port, url in urls.items():
+            assert _refused(requests, url), f"a client without the class's CA got an answer on port {port}"
+            assert _refused(requests, url, verify=str(tls["ca"])), f"a client without a certificate got an answer on {port}"
+            r = requests.get(url, timeout=30, allow_redirects=False, verify=str(tls["ca"]), cert=(str(tls["cert"]), str(tls["key"])))
+            assert r.status_code < 500, (port, r.status_code)   # the control: the CA's client is answered
+            if port == room.hub_port:
+                assert "version" in r.json(), r.text[:300]
+
+    def test_a_users_key_is_hers_alone(self, room, slurm):
+        _needs(room, "the servers as jobs")
+        key = room.prefix / "run" / str(room.users.uid(room.alice)) / f"jupyterhub-user-{room.alice}.key"
+        assert key.stat().st_uid == room.users.uid(room.alice) and _mode(key) == 0o600, oct(_mode(key))
+        assert not _can(room.bob, f"cat {key} >/dev/null"), "a classmate can read alice's server's key"
+        assert not _can(room.bob, f"ls {key.parent} >/dev/null")
+        assert _can(room.alice, f"cat {key} >/dev/null")   # the control
+
+    def test_the_round_trip_through_the_jobs(self, room, slurm):
+        """The second tiny lesson: release, fetch, submit (alice's full answer, bob's with a wrong
+        half), collect, grade, feedback, fetch feedback, through the servers as Slurm jobs."""
+        _needs(room, "the servers as jobs")
+        t0 = time.monotonic()
+        teacher, alice, bob = (room.slurm_servers[n] for n in (room.instructor, room.alice, room.bob))
+        docs = room.docs
+
+        def other(role: str, containing: str) -> str:
+            return docs(role, containing).replace(LESSON, OTHER)
+
+        def assignment(server: Server, action: str) -> None:   # the Assignments tab's buttons, for OTHER
+            r = server.call("POST", f"/assignments/{action}", json={"course_id": COURSE_ID, "assignment_id": OTHER})
+            assert r.status_code == 200 and r.json().get("success") is True, f"{action}: {r.text[:2000]}"
+
+        cd = docs("instructor", "cd ")
+        teacher.terminal(cd, other("instructor", "term release"))
+        for server, answers in ((alice, {}), (bob, {"half": WRONG_HALF})):
+            assignment(server, "fetch")
+            r = server.call("PUT", f"/api/contents/{OTHER}/{OTHER_NB}", json={
+                "type": "notebook", "format": "json", "content": room.answered(answers, OTHER, OTHER_NB)})
+            assert r.status_code in (200, 201), r.text
+            assignment(server, "submit")
+        collected = teacher.terminal(cd, other("instructor", "term collect"))[1]
+        assert f"2 submission(s) in submitted/: {room.alice}, {room.bob}" in collected, collected
+        graded = teacher.terminal(cd, other("instructor", "utils.grading 0"), timeout=400)[1]
+        assert _scores(graded.replace("\r", ""), OTHER) == {room.alice: "1/1", room.bob: "0/1"}, graded
+        teacher.terminal(cd, other("instructor", "term feedback"))
+        for server, who, score in ((alice, room.alice, "Score: 1.0 / 1.0"), (bob, room.bob, "Score: 0.0 / 1.0")):
+            assignment(server, "fetch_feedback")
+            fb = sorted(room.home(who).glob(f"{OTHER}/feedback/*/{OTHER_NB.replace('.ipynb', '.html')}"))
+            assert fb and score in fb[-1].read_text() and fb[-1].stat().st_uid == room.users.uid(who), who
+        TIMINGS["Slurm: round trip (release to fetched feedback)"] = time.monotonic() - t0
+
+    def test_the_servers_stop_with_their_jobs(self, room, slurm):
+        _needs(room, "the servers as jobs")
+        t0 = time.monotonic()
+        names = (room.instructor, room.alice, room.bob)
+        for name in names:
+            room.hub.api("DELETE", f"/users/{name}/server")
+        room.hub.wait(lambda: not any(n in _jobs_of(slurm) for n in names), 120, "the servers' jobs to end")
+        room.hub.stop()
+        TIMINGS["Slurm: three servers stopped, their jobs gone"] = time.monotonic() - t0
 
 
 def _check_formgrader(room: Class, teacher: Server) -> None:

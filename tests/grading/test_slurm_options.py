@@ -1,5 +1,5 @@
 """The Slurm options without a Slurm (the fast layer; tests/grading/test_slurm_grading.py and
-tests/classroom/test_hub_slurm.py run them on a real one): what `--slurm` becomes, the set-aside of a
+tests/classroom/test_hub_classroom.py run them on a real one): what `--slurm` becomes, the set-aside of a
 grading killed with its worker's job, the class's `--slurm-*` options in the record, and the hub's
 configuration they turn into batchspawner's SlurmSpawner."""
 
@@ -143,3 +143,86 @@ def test_the_class_options_record_the_slurm_jobs_and_the_shared_file_system(monk
     cli.setup_command(cli.parse_args(["setup", "--instructor", "teach", "--students", str(students)]))
     assert seen["room"].slurm == {} and seen["home_base"] is None
     assert os.path.basename(seen["room"].exchange) == "exchange"
+
+
+def test_the_hub_api_leaves_loopback_only_with_hub_address_and_then_only_over_tls(tmp_path, monkeypatch):
+    pytest.importorskip("batchspawner", reason="batchspawner is not installed (requirements-classroom.txt)")
+    from batchspawner import SlurmSpawner
+
+    slurm = {"partition": "gpu", "memory": "8G", "time": "02:00:00", "gres": ""}
+    for name in ("loopback", "cluster", "v6"):
+        (tmp_path / name).mkdir()
+    # without the address (the default): no TLS inside, the hub's API on loopback
+    c = _hub_config(tmp_path / "loopback", monkeypatch, slurm=slurm)
+    assert "internal_ssl" not in c.JupyterHub and c.JupyterHub.hub_bind_url.startswith("http://127.0.0.1:")
+    assert c.JupyterHub.spawner_class == "batchspawner.SlurmSpawner" and "hub_connect_url" not in c.JupyterHub
+    c = _hub_config(tmp_path / "cluster", monkeypatch, slurm=slurm, hub_address="10.1.2.3", hub_port=701,
+                    proxy_api_port=702)
+    assert c.JupyterHub.internal_ssl is True
+    assert c.JupyterHub.internal_certs_location == str(tmp_path / "cluster" / "hub" / "internal-ssl")
+    assert c.JupyterHub.hub_bind_url == c.JupyterHub.hub_connect_url == "https://10.1.2.3:701"
+    assert c.JupyterHub.trusted_alt_names == ["IP:10.1.2.3"]
+    assert c.ConfigurableHTTPProxy.api_url == "https://127.0.0.1:702"   # the proxy's API stays on loopback
+    assert issubclass(c.JupyterHub.spawner_class, SlurmSpawner) and "NodeAddr" in c.BatchSpawnerBase.req_prologue
+    assert callable(c.Spawner.ssl_alt_names)
+    c = _hub_config(tmp_path / "v6", monkeypatch, slurm=slurm, hub_address="fd00::7")
+    assert c.JupyterHub.hub_bind_url == "https://[fd00::7]:881" and c.JupyterHub.trusted_alt_names == ["IP:fd00::7"]
+    # an address without Slurm: the one-server hub is untouched by it
+    (tmp_path / "plain").mkdir()
+    assert "internal_ssl" not in _hub_config(tmp_path / "plain", monkeypatch, hub_address="10.1.2.3").JupyterHub
+
+
+def test_hub_address_is_one_address_off_loopback_and_needs_slurm():
+    from utils.classroom.hub import check_hub_address
+    from utils.classroom.room import Classroom, ToolError
+
+    slurm = {"partition": "p", "memory": "4G", "time": "01:00:00", "gres": ""}
+    for ok in ("", "10.77.0.1", "fd00::2", "login1.cluster.example.org"):
+        check_hub_address(Classroom("t", ["a"], slurm=slurm, hub_address=ok))
+    for bad, said in (("127.0.0.1", "not loopback"), ("::1", "not loopback"), ("0.0.0.0", "nor every address"),
+                      ("localhost", "not loopback"), ("a b;rm", "an IP address or a host name"),
+                      ("-x", "an IP address or a host name")):
+        with pytest.raises(ToolError, match=said):
+            check_hub_address(Classroom("t", ["a"], slurm=slurm, hub_address=bad))
+    with pytest.raises(ToolError, match="with --slurm-partition"):
+        check_hub_address(Classroom("t", ["a"], hub_address="10.77.0.1"))
+
+
+def test_a_servers_certificates_go_to_its_users_runtime_folder_past_any_link(tmp_path, monkeypatch):
+    """move_certs (the hub, as root, writing into a folder its user owns): the key, certificate and
+    CA bundle copied in 0600, a link the user planted under the key's name replaced, not followed;
+    the hub's copies of the key and certificate removed; a folder not the user's refused."""
+    pytest.importorskip("batchspawner", reason="batchspawner is not installed (requirements-classroom.txt)")
+    import asyncio
+    import pwd
+    from types import SimpleNamespace
+
+    me = pwd.getpwuid(os.getuid())
+    prefix = tmp_path / "prefix"
+    run = prefix / "run" / str(me.pw_uid)
+    run.mkdir(parents=True)
+    run.chmod(0o700)
+    (tmp_path / "c").mkdir()
+    c = _hub_config(tmp_path / "c", monkeypatch, prefix=str(prefix), hub_address="10.1.2.3",
+                    slurm={"partition": "p", "memory": "", "time": "", "gres": ""})
+    store = tmp_path / "store"
+    store.mkdir()
+    paths = {}
+    for kind, name in (("keyfile", "user-x.key"), ("certfile", "user-x.crt"), ("cafile", "notebooks-ca_trust.crt")):
+        (store / name).write_text(f"{kind} data")
+        paths[kind] = str(store / name)
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not to be overwritten")
+    (run / "jupyterhub-user-x.key").symlink_to(elsewhere)
+    spawner = SimpleNamespace(user=SimpleNamespace(name=me.pw_name))
+    moved = asyncio.run(c.JupyterHub.spawner_class.move_certs(spawner, paths))
+    assert moved == {k: str(run / ("jupyterhub-" + Path(p).name)) for k, p in paths.items()}
+    for kind, path in moved.items():
+        p = Path(path)
+        assert not p.is_symlink() and p.read_text() == f"{kind} data" and p.stat().st_mode & 0o777 == 0o600
+    assert elsewhere.read_text() == "not to be overwritten"
+    assert sorted(p.name for p in store.iterdir()) == ["notebooks-ca_trust.crt"]   # the hub keeps the CA alone
+    if os.geteuid() == 0:   # a folder that is not the user's: nothing written into it
+        os.chown(run, me.pw_uid + 4242, -1)
+        with pytest.raises(RuntimeError, match="is not"):
+            asyncio.run(c.JupyterHub.spawner_class.move_certs(spawner, dict(paths, keyfile=paths["cafile"])))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -63,6 +64,31 @@ def check_bind(room: Classroom) -> None:
         raise ToolError(f"the hub would listen on {host} over plain HTTP, sending the class's Unix passwords in "
                         "clear: give --ssl-cert and --ssl-key, or keep it on loopback behind a reverse proxy "
                         "with TLS (--behind-proxy; docs/instructors.md shows one)")
+
+
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*")
+
+
+def check_hub_address(room: Classroom) -> None:
+    """--hub-address: the hub's API on one address of the cluster's network, for servers that run
+    as Slurm jobs on other nodes (then over TLS, internal_ssl); never loopback (the default
+    without it), nor every address at once."""
+    addr = room.hub_address
+    if not addr:
+        return
+    if not room.slurm:
+        raise ToolError(f"--hub-address {addr}: the hub's API leaves loopback only for servers that run on other "
+                        "machines; give it with --slurm-partition, or leave it out")
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        ip = None
+    if ip is None and not _HOST_NAME.fullmatch(addr):
+        raise ToolError(f"--hub-address {addr!r}: give an IP address or a host name of this server")
+    if (ip is None and (addr == "localhost" or addr.endswith(".localhost"))) or (
+            ip is not None and (ip.is_loopback or ip.is_unspecified or ip.is_multicast)):
+        raise ToolError(f"--hub-address {addr}: give this server's one address on the cluster's network (not "
+                        "loopback, which is the default without it, nor every address)")
 
 
 def unprivileged_port_start() -> int:

@@ -7,7 +7,8 @@
 #
 # Users log in with their Unix password (PAM); each user's server is a local process running as
 # that user in the shared environment, in their home folder. The hub listens where the record
-# says: loopback unless the setup was given an address with a TLS certificate and key.
+# says: loopback unless the setup was given an address with a TLS certificate and key. With
+# --slurm-partition each server is a Slurm job; with --hub-address too, on any node of the cluster.
 import json
 import os
 
@@ -131,3 +132,109 @@ if _slurm:
     c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "JUPYTERHUB_SINGLEUSER_APP", "SLURM_CONF"]
     # a job may wait in the queue before its server starts
     c.Spawner.start_timeout = 600
+
+# The servers' jobs on other nodes, where the setup was given --hub-address (docs/slurm.md): the hub's
+# API on that one address of the cluster's network and each server on its node's address, every
+# connection among the hub, its proxy and the servers over TLS with JupyterHub's own CA
+# (internal_ssl: each side shows a certificate the CA signed and refuses a peer without one). The
+# CA's keys stay in the hub's state folder, root's alone; each server's key and certificate go to
+# its user's runtime folder (theirs alone, on the shared file system), where the job reads them.
+_address = _class.get("hub_address") or ""
+if _slurm and _address:
+    import ipaddress as _ipaddress
+
+    def _alt_name(host):
+        try:
+            return f"IP:{_ipaddress.ip_address(host)}"
+        except ValueError:
+            return f"DNS:{host}"
+
+    _host = f"[{_address}]" if ":" in _address else _address
+    c.JupyterHub.internal_ssl = True
+    c.JupyterHub.internal_certs_location = os.path.join(_state, "internal-ssl")
+    c.JupyterHub.trusted_alt_names = [_alt_name(_address)]
+    c.JupyterHub.hub_bind_url = c.JupyterHub.hub_connect_url = f"https://{_host}:{_class.get('hub_port', 881)}"
+    c.ConfigurableHTTPProxy.api_url = f"https://127.0.0.1:{_class.get('proxy_api_port', 882)}"
+    # the job binds its server on its node's address as Slurm knows it (NodeAddr), where the proxy
+    # reaches it: the hub names the host _NODE_ADDRESS (a name that resolves nowhere, so a job
+    # without this prologue fails to start rather than listen on every address) and the job
+    # puts its node's address in its place
+    _NODE_ADDRESS = "node-address.invalid"
+    c.BatchSpawnerBase.req_prologue = "\n".join([
+        'node_addr=$(scontrol show node -o "$SLURMD_NODENAME" | tr " " "\\n" | sed -n "s/^NodeAddr=//p")',
+        '[ -n "$node_addr" ] || { echo "no NodeAddr for node $SLURMD_NODENAME" >&2; exit 1; }',
+        'case "$node_addr" in *:*) node_addr="[$node_addr]" ;; esac',
+        f'export JUPYTERHUB_SERVICE_URL="${{JUPYTERHUB_SERVICE_URL/{_NODE_ADDRESS}/$node_addr}}"'])
+
+    def _cluster_spawner():
+        import asyncio
+        import contextlib
+        import pwd
+        from urllib.parse import urlsplit
+
+        from batchspawner import SlurmSpawner
+
+        class ClusterSlurmSpawner(SlurmSpawner):
+            """batchspawner's SlurmSpawner for servers on the partition's nodes, over internal_ssl."""
+
+            async def nodes(self):
+                """{node name: its address (NodeAddr)} for the partition's nodes, as sinfo lists them."""
+                proc = await asyncio.create_subprocess_exec(
+                    "sinfo", "-h", "-N", "-p", self.req_partition, "-o", "%N %o",
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+                out, _ = await proc.communicate()
+                return dict(line.split()[:2] for line in out.decode().splitlines() if len(line.split()) >= 2)
+
+            def get_env(self):
+                env = super().get_env()
+                url = urlsplit(env["JUPYTERHUB_SERVICE_URL"])
+                env["JUPYTERHUB_SERVICE_URL"] = url._replace(netloc=f"{_NODE_ADDRESS}:{url.port or 0}").geturl()
+                return env
+
+            async def start(self):
+                name, port = await super().start()
+                self.ip = (await self.nodes()).get(name, name)   # where the job's server listens
+                return self.ip, port
+
+            async def move_certs(self, paths):
+                """The server's key and certificate and the CA bundle it trusts, copied into the
+                user's runtime folder (0600, the user's); written through the folder's descriptor,
+                never following a link the user left there. The hub keeps only its CA."""
+                user = pwd.getpwnam(self.user.name)
+                folder = _runtime_dir(self)
+                dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                moved = {}
+                try:
+                    if os.fstat(dfd).st_uid != user.pw_uid:
+                        raise RuntimeError(f"{folder} is not {user.pw_name}'s: no certificates written there")
+                    for kind, src in paths.items():
+                        name = "jupyterhub-" + os.path.basename(src)
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(name, dir_fd=dfd)
+                        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
+                        with open(fd, "wb") as f:
+                            os.fchown(f.fileno(), user.pw_uid, user.pw_gid)
+                            with open(src, "rb") as data:
+                                f.write(data.read())
+                        moved[kind] = os.path.join(folder, name)
+                finally:
+                    os.close(dfd)
+                for kind in ("keyfile", "certfile"):
+                    os.unlink(paths[kind])
+                return moved
+
+        return ClusterSlurmSpawner
+
+    c.JupyterHub.spawner_class = _cluster_spawner()
+
+    async def _node_names(spawner):
+        """Each server's certificate names every node of its partition (the job's node is known
+        only once the certificate is made) and, with an origin per user, the user's own host name,
+        which the proxy checks it against."""
+        nodes = await spawner.nodes()
+        names = {_alt_name(host) for pair in nodes.items() for host in pair}
+        if _class.get("subdomain_host"):
+            names.add(f"DNS:{spawner.user.domain}")
+        return sorted(names)
+
+    c.Spawner.ssl_alt_names = _node_names

@@ -21,7 +21,7 @@ from utils.classroom.course_folder import close_checkout, course_directory
 from utils.classroom.disk import quota_todo
 from utils.classroom.environment import shared_env
 from utils.classroom.exchange_layout import exchange
-from utils.classroom.hub import check_bind, check_ports, hub_files, hub_state
+from utils.classroom.hub import check_bind, check_hub_address, check_ports, hub_files, hub_state
 from utils.classroom.kernels import kernel_config, kernel_spec, runtime_dirs
 from utils.classroom.room import Classroom, ToolError, check_names, load_record, require_root
 from utils.classroom.user_config import profile_script, user_config
@@ -32,6 +32,7 @@ def setup(room: Classroom, python: Path, create_users: bool = False, home_base: 
     require_root()
     check_names([room.instructor, *room.students])
     check_bind(room)
+    check_hub_address(room)
     check_ports(room)
     if room.instructor in room.students:
         raise ToolError(f"{room.instructor} is both the instructor and a student")
@@ -101,10 +102,14 @@ def _slurm_todo(room: Classroom) -> list[str]:
     if not room.slurm:
         return []
     gres = f", --gres={room.slurm['gres']}" if room.slurm.get("gres") else ""
+    where = (f"the hub's API listens on {room.hub_address}:{room.hub_port} over TLS (JupyterHub's internal_ssl): "
+             f"the compute nodes must reach it there, and this server must reach each node's address (Slurm's "
+             f"NodeAddr) on any port" if room.hub_address else
+             "the hub's API stays on loopback, so the servers' jobs must run on this node (--hub-address opens it "
+             "to the cluster's network, over TLS)")
     return [f"each user's server is a Slurm job (partition {room.slurm['partition']}, {room.slurm['memory']}, "
             f"{room.slurm['time']}{gres}), started on this server's hub: the compute nodes must mount the homes, "
-            f"{room.exchange}, {room.env} and {room.run_dir} at the same paths (docs/slurm.md), and the hub's "
-            f"API stays on loopback, so the servers' jobs must run on this node (a multi-node partition is untested)"]
+            f"{room.exchange}, {room.env} and {room.run_dir} at the same paths (docs/slurm.md); {where}"]
 
 
 def add_student(prefix: Path, names: list[str], create_users: bool = False) -> Classroom:

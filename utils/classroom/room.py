@@ -63,6 +63,9 @@ class Classroom:
     # each user's server as a Slurm job (batchspawner's SlurmSpawner; docs/slurm.md): partition,
     # memory, time, gres; empty: a local process on this server
     slurm: dict = field(default_factory=dict)
+    # where the servers' jobs reach the hub's API on the cluster's network (--hub-address): then
+    # over TLS, JupyterHub's internal_ssl; empty: the hub's API on loopback, the jobs on this node
+    hub_address: str = ""
     actions: list[str] = field(default_factory=list)     # what this run changed
     todo: list[str] = field(default_factory=list)        # left to the administrator
 

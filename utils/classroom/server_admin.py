@@ -68,7 +68,8 @@ def print_summary(room: Classroom) -> None:
     url = room.subdomain_host if room.subdomain_host and not room.behind_proxy else room.bind_url
     print(f"  hub URL      {url}/" + ("  (through the reverse proxy)" if room.behind_proxy else "")
           + (f"  (each user at {urlsplit(url).scheme}://NAME.{urlsplit(url).netloc}/)" if room.subdomain_host else ""))
-    print(f"  hub inside   127.0.0.1:{room.hub_port} (the hub), 127.0.0.1:{room.proxy_api_port} (the proxy's API)")
+    inside = f"{room.hub_address}:{room.hub_port} (the hub, TLS)" if room.hub_address else f"127.0.0.1:{room.hub_port} (the hub)"
+    print(f"  hub inside   {inside}, 127.0.0.1:{room.proxy_api_port} (the proxy's API)")
     print(f"changed this run: {len(room.actions)} (nothing means everything was already in place)")
     print("left to you:")
     for item in room.todo:
@@ -121,6 +122,11 @@ def _setup_options(s: argparse.ArgumentParser) -> None:
     slurm.add_argument("--slurm-memory", default="4G", help="memory per server job (default 4G)")
     slurm.add_argument("--slurm-time", default="04:00:00", help="time limit per server job (default 04:00:00)")
     slurm.add_argument("--slurm-gres", default="", help="generic resources per server job, e.g. gpu:1 on a GPU partition")
+    slurm.add_argument("--hub-address", default="",
+                       help="this server's address on the cluster's network (an IP address or a name the compute nodes "
+                            "resolve): the hub's API listens there, the servers on their nodes' addresses, all over TLS "
+                            "with JupyterHub's own certificates (internal_ssl), so that servers run on other nodes; "
+                            "default: the hub's API on loopback, every server's job on this node")
     slurm.add_argument("--shared-dir", type=Path, default=None,
                        help="the cluster's shared file system, mounted at the same path on every node: the exchange "
                             "defaults to DIR/exchange and --create-users makes homes under DIR/home")
@@ -164,7 +170,7 @@ def setup_command(args: argparse.Namespace) -> Classroom:
                          _bind_url(args.address), args.behind_proxy, str(args.ssl_cert or ""), args.one_origin),
                      ssl_cert=str(args.ssl_cert.resolve()) if args.ssl_cert else "",
                      ssl_key=str(args.ssl_key.resolve()) if args.ssl_key else "",
-                     profile_script=str(args.profile_script), slurm=slurm)
+                     profile_script=str(args.profile_script), slurm=slurm, hub_address=args.hub_address)
     return setup(room, python, args.create_users, shared / "home" if shared else None)
 
 
