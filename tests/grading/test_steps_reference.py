@@ -14,7 +14,7 @@ from traitlets.config import Config
 from course.observe import MIME
 from utils.authoring import nbauthor as author
 from utils.grading import reference_run as reference_module
-from utils.grading.reference_run import (RESOURCE_KEY, Reference, ReferenceRefused, _problems, cache_key,
+from utils.grading.reference_run import (GIVEN, RESOURCE_KEY, Reference, ReferenceRefused, _problems, cache_key,
     check_gradebook, reference_for)
 from utils.grading.steps.observations import collect
 from utils.grading.steps.reference_observations import ReferenceObservations
@@ -56,6 +56,21 @@ def test_a_reference_survives_its_json_round_trip():
 def test_the_cached_reference_is_read_without_running_a_kernel(source, tmp_path, no_kernel):
     ref = reference_for(source, cache(source, tmp_path / "cache", lesson_reference()))
     assert ref.cached and ref.observations == lesson_reference().observations
+
+
+def test_a_work_folder_runs_no_reference_of_its_own(source, tmp_path, no_kernel):
+    """A work folder holds the reference its grader gave it (work.py writes its name beside it). A
+    process that keys the lesson otherwise (another library list, another course package) is
+    refused, naming both keys, instead of running the reference again in every work folder."""
+    folder = tmp_path / "work" / ".grading-cache"
+    folder.mkdir(parents=True)
+    (folder / "0123abcd.json").write_text(json.dumps(lesson_reference().to_json()))
+    (folder / GIVEN).write_text("0123abcd.json")
+    with pytest.raises(ReferenceRefused, match=rf"given the reference '0123abcd.json', but this process keys "
+                                               rf"{NOTEBOOK}.ipynb as {cache_key(source)}.json"):
+        reference_for(source, folder)
+    cache(source, folder, lesson_reference())   # given under the key this process computes: read
+    assert reference_for(source, folder).cached
 
 
 def test_the_cache_key_changes_with_the_source_notebook(source):

@@ -34,6 +34,10 @@ from utils.grading.steps.observations import Observation, _as_observation, colle
 from utils.sandbox.command import PASS_ENV
 
 RESOURCE_KEY = "reference_observations"
+# In a work folder's cache: the name of the reference its grader gave it (work.py). There, a
+# reference under another key is a grader and a worker that key it differently, refused rather
+# than run again in every work folder.
+GIVEN = "given-reference"
 _memo: dict[str, dict] = {}
 
 
@@ -150,6 +154,12 @@ def reference_for(source: Path, cache_dir: Path, timeout: int = 300) -> Referenc
     with FileLock(cache_dir / f"{key}.lock"):
         if path.is_file():
             return Reference.from_json(json.loads(path.read_text()))
+        given = cache_dir / GIVEN
+        if given.is_file():
+            raise ReferenceRefused(
+                f"this work folder was given the reference {given.read_text().strip()!r}, but this process keys "
+                f"{source.name} as {key}.json: the grader's libraries or course package differ from this worker's "
+                f"(utils/grading/fingerprint.py); not run again here")
         cached = key in _memo   # run by this process for another course folder
         data = _memo[key] if cached else run_reference(Path(source), timeout).to_json()
         tmp = path.with_suffix(".tmp")

@@ -19,6 +19,7 @@ from pathlib import Path
 from utils.nbgrader_client import WorkerLost, run as run_in_worker
 from utils.processes import log_tail, nbgrader_env
 from utils.grading.result_file import graded, read_result, result_path
+from utils.grading.reference_run import GIVEN
 from utils.grading.settings import CACHE
 from utils.grading.submissions import copy_submission, regular_files
 from utils.sandbox.command import THREAD_VARS
@@ -118,6 +119,7 @@ def _make_folder(work: Path, files: dict, submissions: dict) -> None:
     unpack(files["source"], work / "source" / lesson)
     (work / CACHE).mkdir()
     (work / CACHE / files["reference_name"]).write_bytes(files["reference"])   # hidden from the kernels with `work`
+    (work / CACHE / GIVEN).write_text(files["reference_name"])   # no other reference is run here
     (work / "gradebook.db").write_bytes(files["template"])
     for student, (found, rename) in submissions.items():
         dest = work / "submitted" / student / lesson
