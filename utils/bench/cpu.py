@@ -28,6 +28,7 @@ class Measured:
     rc: int
     wall: float
     cpu: float          # user + system seconds of the command and every process it started
+    parts: dict | None = None   # with `breakdown`: {kind of process: CPU seconds} (breakdown.py)
 
 
 def _own(controller: str) -> str:
@@ -77,9 +78,11 @@ def _members(group: Path) -> list[int]:
         return []
 
 
-def measure(cmd: list[str], cwd, env: dict | None = None) -> Measured:
-    """Run `cmd` in a new cgroup; its CPU seconds once every process in that cgroup has ended."""
+def measure(cmd: list[str], cwd, env: dict | None = None, breakdown: bool = False) -> Measured:
+    """Run `cmd` in a new cgroup; its CPU seconds once every process in that cgroup has ended.
+    `breakdown`: also each kind of process's share (breakdown.Sampler), what no sample saw apart."""
     group, usage = new_group()
+    sampler = None
     procs = str(group / "cgroup.procs")
 
     def enter() -> None:   # in the child, before exec: everything it starts is in the group
@@ -90,6 +93,10 @@ def measure(cmd: list[str], cwd, env: dict | None = None) -> Measured:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, preexec_fn=enter)
+        if breakdown:
+            from utils.bench.breakdown import Sampler
+
+            sampler = Sampler(group, proc.pid)
         rc = proc.wait()
         ended = time.perf_counter()
         while _members(group):
@@ -100,8 +107,11 @@ def measure(cmd: list[str], cwd, env: dict | None = None) -> Measured:
                     except OSError:
                         pass
             time.sleep(0.05)
-        return Measured(rc, time.perf_counter() - start, usage())
+        total = usage()
+        return Measured(rc, time.perf_counter() - start, total, sampler.parts(total) if sampler else None)
     finally:
+        if sampler is not None:
+            sampler.stop()
         for _ in range(100):
             try:
                 group.rmdir()
