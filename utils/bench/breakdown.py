@@ -131,9 +131,6 @@ class Sampler:
             pid = rec["pid"]
             for kind, first, last, _ in rec["segments"]:
                 name = roles[pid] if pid in roles else f"{self._role_of(rec['ppid'], roles)} > {kind}"
-                if os.environ.get("BREAKDOWN_LOG"):
-                    with open(os.environ["BREAKDOWN_LOG"], "a") as log:
-                        print(f"{pid} {rec['ppid']} {name}: {last - first:.2f}", file=log)
                 out[name] = out.get(name, 0.0) + (last - first)
                 counts[name] = counts.get(name, 0) + 1
         out["unseen"] = total - sum(out.values())

@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from utils.bench.breakdown import Sampler
+
 CGROUPS = Path("/sys/fs/cgroup")
 LEFTOVER_GRACE = 60   # seconds a process may outlive the command before it is killed (and counted)
 
@@ -94,8 +96,6 @@ def measure(cmd: list[str], cwd, env: dict | None = None, breakdown: bool = Fals
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, preexec_fn=enter)
         if breakdown:
-            from utils.bench.breakdown import Sampler
-
             sampler = Sampler(group, proc.pid)
         rc = proc.wait()
         ended = time.perf_counter()
