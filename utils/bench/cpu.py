@@ -19,6 +19,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from utils.bench.breakdown import Sampler
+
 CGROUPS = Path("/sys/fs/cgroup")
 LEFTOVER_GRACE = 60   # seconds a process may outlive the command before it is killed (and counted)
 
@@ -28,6 +30,7 @@ class Measured:
     rc: int
     wall: float
     cpu: float          # user + system seconds of the command and every process it started
+    parts: dict | None = None   # with `breakdown`: {kind of process: CPU seconds} (breakdown.py)
 
 
 def _own(controller: str) -> str:
@@ -77,9 +80,11 @@ def _members(group: Path) -> list[int]:
         return []
 
 
-def measure(cmd: list[str], cwd, env: dict | None = None) -> Measured:
-    """Run `cmd` in a new cgroup; its CPU seconds once every process in that cgroup has ended."""
+def measure(cmd: list[str], cwd, env: dict | None = None, breakdown: bool = False) -> Measured:
+    """Run `cmd` in a new cgroup; its CPU seconds once every process in that cgroup has ended.
+    `breakdown`: also each kind of process's share (breakdown.Sampler), what no sample saw apart."""
     group, usage = new_group()
+    sampler = None
     procs = str(group / "cgroup.procs")
 
     def enter() -> None:   # in the child, before exec: everything it starts is in the group
@@ -90,6 +95,8 @@ def measure(cmd: list[str], cwd, env: dict | None = None) -> Measured:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, preexec_fn=enter)
+        if breakdown:
+            sampler = Sampler(group, proc.pid)
         rc = proc.wait()
         ended = time.perf_counter()
         while _members(group):
@@ -100,8 +107,11 @@ def measure(cmd: list[str], cwd, env: dict | None = None) -> Measured:
                     except OSError:
                         pass
             time.sleep(0.05)
-        return Measured(rc, time.perf_counter() - start, usage())
+        total = usage()
+        return Measured(rc, time.perf_counter() - start, total, sampler.parts(total) if sampler else None)
     finally:
+        if sampler is not None:
+            sampler.stop()
         for _ in range(100):
             try:
                 group.rmdir()

@@ -2,12 +2,13 @@
 
     python -m utils.bench.grading [--submissions 50 | --students N] [--workers 1 2] [--lessons ...] [--rehearsal]
     python -m utils.bench.grading --sandbox-cost ROUNDS [--students N] [--workers 1] [--lessons ...]
-    python -m utils.bench.grading --cpu ROUNDS [--students 8] [--workers 1] [--lessons ...]
+    python -m utils.bench.grading --cpu ROUNDS [--students 8] [--workers 1] [--lessons ...] [--breakdown]
 
 --cpu: CPU seconds per submission of `python -m utils.grading` (sandbox, feedback and export
 included) beside stock nbgrader's (plain `nbgrader autograde` then `generate_feedback` on the same
 submissions in a scratch course of its own, no course plugins, no sandbox), run in alternation,
 per lesson; CPU counted for every process either starts, re-parented ones included (cpu.py).
+--breakdown: each run's CPU per submission by kind of process as well (breakdown.py).
 
 A benchmark, not a test: it builds a scratch course from the lessons in source/ (or, with
 --rehearsal or when source/ has none, the two tiny lessons of the rehearsal course,
@@ -46,6 +47,7 @@ from utils.notebooks import submission_from
 from utils.scratch import scratch_config, scratch_course
 from utils.processes import nbgrader, nbgrader_env
 from utils.nbgrader_client import close_all
+from utils.bench.breakdown import show
 from utils.bench.cpu import measure
 from utils.grading.assignment import ensure_built
 from utils.grading.settings import course_settings
@@ -143,7 +145,15 @@ def _copy(course: Path) -> Path:
     return dest
 
 
-def project_cpu(prepared: Path, lesson: str, workers: int) -> tuple[float, int]:
+def _merge(parts: list[dict | None]) -> dict:
+    out: dict[str, float] = {}
+    for p in parts:
+        for k, v in (p or {}).items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def project_cpu(prepared: Path, lesson: str, workers: int, breakdown: bool = False) -> tuple[float, int, dict]:
     """CPU seconds of `python -m utils.grading LESSON` on a fresh copy (the lesson built into the
     copy's gradebook first, apart: it is made once per change of the source), and the graded count."""
     course = _copy(prepared)
@@ -152,28 +162,31 @@ def project_cpu(prepared: Path, lesson: str, workers: int) -> tuple[float, int]:
         ensure_built(course, lesson, course_settings(course))
         close_all()   # the measurement needs this process without children
         m = measure([sys.executable, "-m", "utils.grading", lesson, "--course", str(course), "--workers",
-                     str(workers)], cwd=REPO, env=nbgrader_env())
+                     str(workers)], cwd=REPO, env=nbgrader_env(), breakdown=breakdown)
         graded = len(list((course / "feedback").glob(f"*/{lesson}/*.html")))
-        return m.cpu, graded
+        return m.cpu, graded, _merge([m.parts])
     finally:
         shutil.rmtree(course.parent, ignore_errors=True)
 
 
-def stock_cpu(stock: Path, lesson: str) -> tuple[float, int]:
+def stock_cpu(stock: Path, lesson: str, breakdown: bool = False) -> tuple[float, int, dict]:
     """CPU seconds of stock `nbgrader autograde` then `nbgrader generate_feedback` on a fresh copy."""
     course = _copy(stock)
     try:
-        cpu = 0.0
+        cpu, parts = 0.0, []
         for command in ("autograde", "generate_feedback"):
-            m = measure([sys.executable, "-m", "nbgrader", command, lesson, "--force"], cwd=course, env=nbgrader_env())
+            m = measure([sys.executable, "-m", "nbgrader", command, lesson, "--force"], cwd=course, env=nbgrader_env(),
+                        breakdown=breakdown)
             cpu += m.cpu
+            parts.append({k.replace("driver", command): v for k, v in (m.parts or {}).items()})
         graded = len(list((course / "feedback").glob(f"*/{lesson}/*.html")))
-        return cpu, graded
+        return cpu, graded, _merge(parts)
     finally:
         shutil.rmtree(course.parent, ignore_errors=True)
 
 
-def cpu_compare(prepared: Path, names: list[str], students: int, workers: int, rounds: int, base: Path) -> int:
+def cpu_compare(prepared: Path, names: list[str], students: int, workers: int, rounds: int, base: Path,
+                breakdown: bool = False) -> int:
     """Per lesson, CPU seconds per submission of the course's grading and of stock nbgrader, alternating."""
     stock = stock_course(prepared, base / "stock", names)
     close_all()
@@ -181,10 +194,15 @@ def cpu_compare(prepared: Path, names: list[str], students: int, workers: int, r
         per: dict[str, list[float]] = {"project": [], "stock": []}
         for i in range(rounds):
             for which in (("project", "stock") if i % 2 == 0 else ("stock", "project")):
-                cpu, graded = project_cpu(prepared, lesson, workers) if which == "project" else stock_cpu(stock, lesson)
+                load = os.getloadavg()[0]
+                cpu, graded, parts = (project_cpu(prepared, lesson, workers, breakdown) if which == "project"
+                                      else stock_cpu(stock, lesson, breakdown))
                 per[which].append(cpu / students)
                 print(f"{lesson} round {i + 1} {which:7}: {cpu / students:.2f} CPU-s per submission "
-                      f"({graded}/{students} feedback pages)", flush=True)
+                      f"({graded}/{students} feedback pages; load average {load:.2f} before, "
+                      f"{os.getloadavg()[0]:.2f} after)", flush=True)
+                if breakdown:
+                    print(show(parts, students), flush=True)
         mine, theirs = statistics.median(per["project"]), statistics.median(per["stock"])
         print(f"{lesson}: median {mine:.2f} CPU-s per submission, stock nbgrader {theirs:.2f}: ratio {mine / theirs:.2f}",
               flush=True)
@@ -207,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", type=int, default=0, metavar="ROUNDS",
                         help="instead: CPU seconds per submission beside stock nbgrader's, ROUNDS alternating "
                              "runs per lesson, with the first --workers value")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="with --cpu: each run's CPU per submission by kind of process as well")
     args = parser.parse_args(argv)
     rehearsal = args.rehearsal or not lessons(REPO)
     base = Path(tempfile.mkdtemp(prefix="bench-grading-"))
@@ -218,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{', rehearsal course' if rehearsal else ''}) on {os.cpu_count()} CPU core(s)", flush=True)
         if args.cpu:
             close_all()
-            return cpu_compare(prepared, names, students, args.workers[0], args.cpu, base)
+            return cpu_compare(prepared, names, students, args.workers[0], args.cpu, base, args.breakdown)
         if args.sandbox_cost:
             return sandbox_cost(prepared, names, args.workers[0], args.cell_timeout, args.sandbox_cost)
         results = []

@@ -48,8 +48,11 @@ def grade_lesson(grading: Grading, runner: Runner, lesson: str, known) -> None:
     if kept:
         grading.say(f"{lesson}: {len(kept)} submission(s) recorded by an earlier run that stopped are kept "
                     f"(the gradebook holds them); not graded again")
-    for done in runner.run(this, this.to_grade):
-        this.record(done)
+    try:
+        for done in runner.run(this, this.to_grade):
+            this.record(done)
+    finally:
+        this.close()
     this.finish()
     this.report()
     grading.run.lesson_seconds[lesson] = time.perf_counter() - start

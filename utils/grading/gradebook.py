@@ -46,32 +46,66 @@ def lesson_template(settings: CourseSettings, lesson: str, dest: Path) -> float:
         return float(lesson_row.max_score)
 
 
-def merge(src_url: str, settings: CourseSettings, lesson: str, students: list[str]) -> None:
-    """Copy the autograde results of `students` from a grading run's gradebook into the course's
-    (a manual score already there is kept)."""
+def open_course(settings: CourseSettings) -> Gradebook:
+    """The course's gradebook, opened once for a lesson's merges (`merge(..., dst=)`): each opening
+    makes a database engine, checks every table and compiles every query again (about 50 ms a
+    submission). The caller closes it."""
     alembic_on_path()
-    with quiet_sqlalchemy(), Gradebook(src_url, settings.course_id) as src, \
-            Gradebook(settings.db_url, settings.course_id) as dst:
-        for student in students:
-            sub = src.find_submission(lesson, student)
-            try:
-                dst.find_student(student)
-            except MissingEntry:
-                s = sub.student
-                dst.add_student(student, first_name=s.first_name, last_name=s.last_name, email=s.email,
-                                lms_user_id=s.lms_user_id)
-            dst.update_or_create_submission(lesson, student, timestamp=sub.timestamp)
-            for nb in sub.notebooks:
-                target = dst.find_submission_notebook(nb.name, lesson, student)
-                target.flagged = nb.flagged
-                target.late_submission_penalty = nb.late_submission_penalty
-                for grade in nb.grades:
-                    mine = dst.find_grade(grade.name, nb.name, lesson, student)
-                    mine.auto_score = grade.auto_score
-                    mine.needs_manual_grade = grade.needs_manual_grade
-                for c in nb.comments:
-                    dst.find_comment(c.name, nb.name, lesson, student).auto_comment = c.auto_comment
-            dst.db.commit()
+    return Gradebook(settings.db_url, settings.course_id)
+
+
+def merge(src_url: str, settings: CourseSettings, lesson: str, students: list[str],
+          dst: Gradebook | None = None) -> None:
+    """Copy the autograde results of `students` from a grading run's gradebook into the course's
+    (`dst` where open_course opened it; a manual score already there is kept)."""
+    own = dst is None
+    if own:
+        dst = open_course(settings)
+    try:
+        with quiet_sqlalchemy(), Gradebook(src_url, settings.course_id) as src:
+            for student in students:
+                _merge_one(src, dst, lesson, student)
+    except BaseException:
+        dst.db.rollback()
+        raise
+    finally:
+        if own:
+            dst.close()
+
+
+def _merge_one(src: Gradebook, dst: Gradebook, lesson: str, student: str) -> None:
+    sub = src.find_submission(lesson, student)
+    try:
+        dst.find_student(student)
+    except MissingEntry:
+        s = sub.student
+        dst.add_student(student, first_name=s.first_name, last_name=s.last_name, email=s.email,
+                        lms_user_id=s.lms_user_id)
+    dst.update_or_create_submission(lesson, student, timestamp=sub.timestamp)
+    for nb in sub.notebooks:
+        target = dst.find_submission_notebook(nb.name, lesson, student)
+        target.flagged = nb.flagged
+        target.late_submission_penalty = nb.late_submission_penalty
+        grades, comments = _by_name(target.grades), _by_name(target.comments)
+        for grade in nb.grades:
+            mine = _named(grades, grade.name, "grade", nb.name, lesson, student)
+            mine.auto_score = grade.auto_score
+            mine.needs_manual_grade = grade.needs_manual_grade
+        for c in nb.comments:
+            _named(comments, c.name, "comment", nb.name, lesson, student).auto_comment = c.auto_comment
+    dst.db.commit()
+
+
+def _by_name(rows) -> dict:
+    """A submitted notebook's grades or comments by their cell's name (one query, where
+    find_grade and find_comment make one per cell)."""
+    return {row.name: row for row in rows}
+
+
+def _named(rows: dict, name: str, kind: str, notebook: str, lesson: str, student: str):
+    if name not in rows:   # as find_grade / find_comment say it
+        raise MissingEntry(f"no {kind} {name!r} in notebook {notebook!r} of {lesson!r} for {student!r}")
+    return rows[name]
 
 
 def record_zero(settings: CourseSettings, lesson: str, student: str) -> None:

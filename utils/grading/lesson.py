@@ -74,6 +74,7 @@ class LessonGrading:
     template: bytes = b""                           # the gradebook every run of it starts from
     max_score: float = 0.0
     recorded: dict[str, int] = field(default_factory=dict)   # student -> times a runner returned it
+    course_gradebook: object = None                 # open while recording (gradebook.open_course)
 
     @classmethod
     def plan(cls, grading: Grading, lesson: str, known) -> "LessonGrading":
@@ -148,7 +149,10 @@ class LessonGrading:
         if finished:
             with tempfile.TemporaryDirectory(prefix="graded-") as tmp:
                 (Path(tmp) / "gradebook.db").write_bytes(done.gradebook)
-                gradebook.merge(f"sqlite:///{Path(tmp) / 'gradebook.db'}", g.settings, self.name, finished)
+                if self.course_gradebook is None:
+                    self.course_gradebook = gradebook.open_course(g.settings)
+                gradebook.merge(f"sqlite:///{Path(tmp) / 'gradebook.db'}", g.settings, self.name, finished,
+                                self.course_gradebook)
         for s in first:
             if s not in finished:
                 self.outcomes[s].zero(done.reason(s, g.options.watchdog))
@@ -185,9 +189,16 @@ class LessonGrading:
         out.notes += [n for n in result.get("notes", []) if isinstance(n, str)]
         out.score, out.max_score = float(result.get("score", 0.0)), float(result.get("max_score", 0.0))
 
+    def close(self) -> None:
+        """The course's gradebook closed, once the runner returned everything (or stopped)."""
+        if self.course_gradebook is not None:
+            self.course_gradebook.close()
+            self.course_gradebook = None
+
     def finish(self) -> None:
         """Zeros for the submissions that could not be graded; a warning where a submitted file
         changed while grading."""
+        self.close()
         root = self.grading.root
         for s in self.students:
             out = self.outcomes[s]
