@@ -13,7 +13,7 @@ from grading_runs import MISTAKEN, REFERENCE, RELEASE, graded, want_samples
 from utils.lessons import REPO, lessons
 from utils.authoring.samples_io import load_samples
 
-# each course check grades its lesson (lesson 3: 170 s in make test, docs/benchmarks.md; several times that loaded)
+# each course check grades its lesson (lesson 3: 87 s in make test, docs/benchmarks.md; several times that loaded)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 LESSONS = lessons(REPO)
 for _lesson in LESSONS:
