@@ -152,7 +152,7 @@ LESSON ?=
 validate: $(STUDENT_VENV)/.installed lessons
 	@test -n "$(LESSON)" -a -d "lessons/$(LESSON)" || { echo "usage: make validate LESSON=NAME, NAME one of:" $$(ls lessons); exit 2; }
 	@# nbgrader validate exits 0 even where a test failed; this runs it and exits 1 then
-	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/python utils/classroom/student-lab/validate.py lessons/$(LESSON)/*.ipynb
+	@$(STUDENT_CONFIG) $(STUDENT_VENV)/bin/python utils/classroom/student-lab/validate_lesson.py lessons/$(LESSON)/*.ipynb
 
 # Instructors: the course directory, with the formgrader and Create Assignment toolbar.
 lab-instructor: $(STAMP)

@@ -125,5 +125,8 @@ def test_no_two_modules_share_a_name():
                     if not (REPO / Path(*name.split(".")) / "__init__.py").exists())
     for marker in ("__main__",):
         names.pop(marker, None)
+    # and the scripts in folders that are no package (utils/classroom/student-lab/), run by path
+    names.update(p.stem for top in ("course", "utils") for p in (REPO / top).rglob("*.py")
+                 if not (p.parent / "__init__.py").exists() and "__pycache__" not in p.parts)
     shared = sorted(n for n, count in names.items() if count > 1)
     assert not shared, f"modules sharing a name in course/ and utils/: {shared}"

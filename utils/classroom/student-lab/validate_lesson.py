@@ -6,7 +6,7 @@ runs nbgrader's own ValidateApp, with the same configuration and output, and exi
 notebook did not validate (a test failed, a test cell was changed or changed type; with --invert,
 a test passed), naming those notebooks in one last line on stderr.
 
-    PYTHON utils/classroom/student-lab/validate.py NOTEBOOK... [nbgrader validate's options]
+    PYTHON utils/classroom/student-lab/validate_lesson.py NOTEBOOK... [nbgrader validate's options]
 """
 
 from __future__ import annotations
