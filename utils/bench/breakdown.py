@@ -100,9 +100,8 @@ class Sampler:
         self.halt.set()
         self.thread.join()
 
-    def _roles(self) -> dict[int, str]:
+    def _roles(self, by_pid: dict[int, dict]) -> dict[int, str]:
         """{pid: driver | worker | child} for the processes that have one."""
-        by_pid = {rec["pid"]: rec for rec in self.procs.values()}
         roles = {self.root: "driver"}
         workers = {pid for pid, rec in by_pid.items() if pid != self.root and self._runs_worker(rec)}
         for pid in workers:   # a child is forked from a worker: the same program, a worker its parent
@@ -113,8 +112,8 @@ class Sampler:
     def _runs_worker(rec: dict) -> bool:
         return any(WORKER in seg[3] for seg in rec["segments"])
 
-    def _role_of(self, pid: int, roles: dict[int, str]) -> str:
-        by_pid = {rec["pid"]: rec for rec in self.procs.values()}
+    @staticmethod
+    def _role_of(pid: int, roles: dict[int, str], by_pid: dict[int, dict]) -> str:
         seen = set()
         while pid in by_pid and pid not in roles and pid not in seen:
             seen.add(pid)
@@ -124,13 +123,14 @@ class Sampler:
     def parts(self, total: float) -> dict[str, float]:
         """{role or `ROLE > program`: CPU seconds}, with `unseen` and the count of each as `N ...`."""
         self.stop()
-        roles = self._roles()
+        by_pid = {rec["pid"]: rec for rec in self.procs.values()}
+        roles = self._roles(by_pid)
         out: dict[str, float] = {}
         counts: dict[str, int] = {}
         for rec in self.procs.values():
             pid = rec["pid"]
             for kind, first, last, _ in rec["segments"]:
-                name = roles[pid] if pid in roles else f"{self._role_of(rec['ppid'], roles)} > {kind}"
+                name = roles[pid] if pid in roles else f"{self._role_of(rec['ppid'], roles, by_pid)} > {kind}"
                 out[name] = out.get(name, 0.0) + (last - first)
                 counts[name] = counts.get(name, 0) + 1
         out["unseen"] = total - sum(out.values())

@@ -198,7 +198,6 @@ class LessonGrading:
     def finish(self) -> None:
         """Zeros for the submissions that could not be graded; a warning where a submitted file
         changed while grading."""
-        self.close()
         root = self.grading.root
         for s in self.students:
             out = self.outcomes[s]
