@@ -203,7 +203,12 @@ def test_lesson_1_runs_renders_chart_and_validates(new_student, make_lab, course
         expect(dialog).to_have_count(0)
 
     with student.step("save the worked lesson"):
-        page.keyboard.press("Control+S")
+        # read the file once the server has answered this save: it writes the notebook in place (a
+        # copy kept aside until done), so a read during the write can find it empty; the tab may
+        # already be clean (an autosave), so its mark says nothing about this save
+        with page.expect_response(lambda r: r.request.method == "PUT" and f"/api/contents/{nb_rel}" in r.url) as put:
+            page.keyboard.press("Control+S")
+        assert put.value.ok, f"saving answered HTTP {put.value.status}"
         expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
         saved = json.loads(nb_path.read_text())
         assert any(c.get("outputs") for c in saved["cells"]), "the lesson was not saved with its outputs"
