@@ -21,7 +21,7 @@ from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.converters.generate_feedback import GenerateFeedback
 from nbgrader.dbutil import ALEMBIC_DIR
-from nbgrader.preprocessors import Execute, LimitOutput, OverwriteCells
+from nbgrader.preprocessors import CheckCellMetadata, Execute, LimitOutput, OverwriteCells
 
 from utils.grading.steps.language_info import KernelLanguageInfo
 from utils.grading.steps.execute import SafeExecute
@@ -32,6 +32,7 @@ from utils.grading.steps.overwrite import SafeOverwriteCells
 from utils.grading.steps.reference_observations import ReferenceObservations
 from utils.grading.steps.write_result import WriteResult, recording_failure
 from utils.grading.steps.safe_html import configure_html
+from utils.grading.steps.schema_checks import CheckCellMetadataOnce, fast_node_checks
 from utils.grading.steps.verdicts import Verdicts
 from utils.grading.steps.well_formed import WellFormed
 
@@ -42,19 +43,22 @@ def _defaults(app, trait: str) -> list:
 
 def install(c) -> None:
     """Put the course's steps into nbgrader's pipelines in config `c` (nbgrader's own steps kept)."""
-    replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts, KernelFields], LimitOutput: [LimitOutputSize]}
+    replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts, KernelFields], LimitOutput: [LimitOutputSize],
+               CheckCellMetadata: [CheckCellMetadataOnce]}
     autograde = [step for pp in _defaults(Autograde, "autograde_preprocessors") for step in replace.get(pp, [pp])]
-    sanitize = [WellFormed] + [SafeOverwriteCells if pp is OverwriteCells else pp
+    sanitize = [WellFormed] + [{OverwriteCells: SafeOverwriteCells, CheckCellMetadata: CheckCellMetadataOnce}.get(pp, pp)
                                for pp in _defaults(Autograde, "sanitize_preprocessors")]
     c.Autograde.sanitize_preprocessors = [recording_failure(step) for step in sanitize]
     c.Autograde.autograde_preprocessors = [recording_failure(step) for step in autograde + [WriteResult]]
     # Generated notebooks carry the kernel's full language_info, so they open unmodified.
-    c.GenerateAssignment.preprocessors = [*_defaults(GenerateAssignment, "preprocessors"), KernelLanguageInfo]
+    c.GenerateAssignment.preprocessors = [*(CheckCellMetadataOnce if pp is CheckCellMetadata else pp
+                                            for pp in _defaults(GenerateAssignment, "preprocessors")), KernelLanguageInfo]
     feedback = _defaults(GenerateFeedback, "preprocessors")
     feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header
     c.GenerateFeedback.preprocessors = feedback
     configure_html(c)
     stamp_gradebooks_in_process()
+    fast_node_checks()
 
 
 def alembic_head() -> str:
