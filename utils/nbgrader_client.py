@@ -1,15 +1,25 @@
 """The client side of the long-lived nbgrader processes (utils/grading/nbgrader_worker.py): a pool of
 idle workers per process (the grader, a Dask worker, a test process), each started when no idle
-one is left and ended with the process; one request at a time each."""
+one is left and ended with the process; one request at a time each.
+
+A worker is a new Python (`python -m utils.grading.nbgrader_worker`), which imports nbgrader and
+the course's steps again (about 0.85 CPU-s), except in a process that called `fork_here(serve)`: there,
+while the process runs one thread, a worker is forked from it and keeps what it imported. The
+grading command calls it (utils/grading/__main__.py): by the time it asks for its first worker it
+has read the course's config, which imports the course's steps and with them nbgrader, and it holds
+no database connection or thread yet.
+"""
 
 from __future__ import annotations
 
 import atexit
 import json
+import os
 import selectors
 import subprocess
 import sys
 import threading
+import time
 
 import psutil
 
@@ -22,10 +32,83 @@ class WorkerLost(RuntimeError):
     """The worker process ended or stopped answering."""
 
 
+_serve = None     # fork_here(): what a worker forked from this process runs (nbgrader_worker.serve_forked)
+_prepare = None   # ...and what this process does once before its first fork (nbgrader_worker.warm)
+
+
+def fork_here(serve, prepare=None) -> None:
+    """This process's workers are forked from it while it runs one thread (module doc); in each,
+    `serve(env, cwd)` answers the requests arriving on fd 0 on fd 1 and returns its exit status.
+    `prepare()` runs in this process before the first fork: what every worker would do first,
+    done once for all of them."""
+    global _serve, _prepare
+    _serve, _prepare = serve, prepare
+
+
+class _Forked:
+    """A worker forked from this process, seen through what the client uses of subprocess.Popen:
+    its requests on its fd 0, its answers on its fd 1, its errors to /dev/null, a session of its own."""
+
+    def __init__(self, env: dict, serve):
+        global _prepare
+        if _prepare is not None:
+            prepare, _prepare = _prepare, None
+            prepare()
+        with _lock:   # the pipes of the other workers: this one must not hold them open
+            others = [f.fileno() for c in _idle for f in (c.proc.stdin, c.proc.stdout) if not f.closed]
+        requests_r, requests_w = os.pipe()
+        answers_r, answers_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:   # the worker: never returns
+            code = 1
+            try:
+                os.close(requests_w)
+                os.close(answers_r)
+                os.dup2(requests_r, 0)
+                os.dup2(answers_w, 1)
+                null = os.open(os.devnull, os.O_WRONLY)
+                for fd in [2, *others]:   # /dev/null in their place, their numbers kept: nothing here uses them
+                    os.dup2(null, fd)
+                for fd in (null, requests_r, answers_w):
+                    os.close(fd)
+                code = serve(env, str(REPO))
+            finally:
+                os._exit(code)
+        os.close(requests_r)
+        os.close(answers_w)
+        self.pid, self.returncode = pid, None
+        self.stdin, self.stdout = os.fdopen(requests_w, "w"), os.fdopen(answers_r, "r")
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("nbgrader worker", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+
 class _Client:
     def __init__(self, env: dict):
-        self.proc = subprocess.Popen([sys.executable, "-m", "utils.grading.nbgrader_worker"], cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+        if _serve is not None and threading.active_count() == 1:
+            self.proc = _Forked(env, _serve)
+        else:
+            self.proc = subprocess.Popen([sys.executable, "-m", "utils.grading.nbgrader_worker"], cwd=REPO, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         start_new_session=True, text=True)
 
     def ask(self, request: dict) -> dict:
         limit = (request.get("timeout") or 0) + GRACE if request.get("timeout") else None
@@ -107,6 +190,18 @@ def start_problem(bwrap: str, env: dict) -> str | None:
     """probe.start_problem (the trial start) made by a worker, which keeps the answer for the
     kernels it starts: the grader need not start a trial of its own."""
     return ask({"probe": True, "sandbox": bwrap, "env": env})["problem"]
+
+
+def start_idle(count: int, env: dict) -> None:
+    """In a process that forks its workers (fork_here): forked now until `count` are idle, before
+    its threads start. Elsewhere each is started when first needed."""
+    while _serve is not None:
+        with _lock:
+            if len(_idle) >= count:
+                return
+        client = _Client(env)
+        with _lock:
+            _idle.append(client)
 
 
 @atexit.register

@@ -21,7 +21,9 @@ def nbgrader_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     nbgrader_config.py finds the grading plugins even in a scratch copy of the course."""
     env = dict(os.environ)
     env.update(extra or {})
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    bindir, path = str(Path(sys.executable).parent), env.get("PATH", "")
+    if path.split(os.pathsep)[0] != bindir:   # once: a PATH that differs is a different sandbox to probe
+        env["PATH"] = os.pathsep.join([bindir, path])
     env["COURSE_TOOLS"] = str(REPO)
     return env
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from utils.bench.breakdown import WORKER, Sampler, program_kind, show
+from utils.bench.breakdown import FORKED_WORKER, WORKER, Sampler, program_kind, show
 
 PY = "/venv/bin/python"
 
@@ -41,3 +41,20 @@ def test_a_kernel_is_named_by_its_program():
     assert program_kind("python", [PY, "-m", "ipykernel_launcher", "-f", "k.json"]) == "kernel"
     assert program_kind("python", [PY, "-S", "-c", "launcher"]) == "sandbox launcher (python -S)"
     assert program_kind("bwrap", ["bwrap", "--"]) == "bwrap"
+
+
+def test_a_worker_forked_from_the_command_is_known_by_its_name():
+    """A worker forked from the grader has the grader's command line; its name (comm) and its
+    parent make it a worker. A process its child forks keeps the name for a moment, and stays the child's."""
+    grader = [PY, "-m", "utils.grading"]
+    s = _sampler({
+        10: (1, [["python -m utils.grading", 0.0, 2.0, grader]]),
+        11: (10, [["python -m utils.grading", 0.0, 1.0, grader]]),   # the forked worker
+        12: (11, [["python -m utils.grading", 0.0, 0.5, grader]]),   # a child forked from it
+        13: (12, [["python -m utils.grading", 0.0, 0.1, grader]]),   # forked by the child, named so too
+    })
+    for pid in (11, 12, 13):
+        s.procs[(pid, 0)]["comm"] = FORKED_WORKER
+    parts = s.parts(3.6)
+    assert {k: v for k, v in parts.items() if not k.startswith("N ")} == {
+        "driver": 2.0, "worker": 1.0, "child": 0.5, "child > python -m utils.grading": 0.1, "unseen": 0.0}

@@ -19,6 +19,7 @@ from pathlib import Path
 INTERVAL = 0.02
 TICK = os.sysconf("SC_CLK_TCK")
 WORKER = "utils.grading.nbgrader_worker"
+FORKED_WORKER = "nbgrader-worker"   # nbgrader_worker.NAME: the comm of a worker forked from the grader
 
 
 def _stat(pid: int) -> tuple[str, int, float, int] | None:
@@ -87,6 +88,7 @@ class Sampler:
             comm, ppid, cpu, start = st
             argv = _program(pid)
             rec = self.procs.setdefault((pid, start), {"pid": pid, "ppid": ppid, "segments": []})
+            rec["comm"] = comm
             kind = program_kind(comm, argv) if argv else None
             segs = rec["segments"]
             if not segs:
@@ -103,14 +105,19 @@ class Sampler:
     def _roles(self, by_pid: dict[int, dict]) -> dict[int, str]:
         """{pid: driver | worker | child} for the processes that have one."""
         roles = {self.root: "driver"}
-        workers = {pid for pid, rec in by_pid.items() if pid != self.root and self._runs_worker(rec)}
+        workers = {pid for pid, rec in by_pid.items() if pid != self.root and self._runs_worker(rec, self.root)}
         for pid in workers:   # a child is forked from a worker: the same program, a worker its parent
             roles[pid] = "child" if by_pid[pid]["ppid"] in workers else "worker"
+        for pid, rec in by_pid.items():   # forked from a worker forked from the command: its name, a worker its parent
+            if pid not in roles and rec["ppid"] in workers and rec.get("comm") == FORKED_WORKER:
+                roles[pid] = "child"
         return roles
 
     @staticmethod
-    def _runs_worker(rec: dict) -> bool:
-        return any(WORKER in seg[3] for seg in rec["segments"])
+    def _runs_worker(rec: dict, root: int) -> bool:
+        """A worker started as a program of its own, or forked from the command and named so."""
+        return any(WORKER in seg[3] for seg in rec["segments"]) or (
+            rec["ppid"] == root and rec.get("comm") == FORKED_WORKER)
 
     @staticmethod
     def _role_of(pid: int, roles: dict[int, str], by_pid: dict[int, dict]) -> str:

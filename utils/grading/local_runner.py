@@ -12,6 +12,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Iterator
 
 from utils.errors import ToolError
+from utils.nbgrader_client import start_idle
+from utils.processes import nbgrader_env
 from utils.lessons import source_notebook
 from utils.grading.lesson import Grading, LessonGrading
 from utils.grading.reference_run import ReferenceRefused, cache_key, reference_for
@@ -71,6 +73,7 @@ class LocalRunner:
 
         if not students:
             return
+        start_idle(at_once, nbgrader_env())   # before the threads: where the workers are forked, from this process
         with ThreadPoolExecutor(max_workers=at_once) as pool:
             pending = {pool.submit(one, s) for s in students}
             while pending:

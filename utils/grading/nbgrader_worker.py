@@ -51,6 +51,7 @@ from utils.grading.fingerprint import library_versions
 from utils.grading.pipeline import stamp_gradebooks_in_process
 from utils.grading.result_file import graded, read_result
 from utils.grading.steps.safe_html import configure_html
+from utils.grading.steps.schema_checks import fast_node_checks
 from utils.sandbox import probe
 from utils.sandbox.command import THREAD_VARS
 
@@ -61,13 +62,25 @@ UNCHECKED = ("PYTHONUNBUFFERED", "COURSE_KERNEL_THREADS")   # besides the thread
 
 # --- the worker -------------------------------------------------------------------------------
 
-def _warm() -> None:
+_warmed = False
+
+
+def warm() -> None:
     """Import what every nbgrader command of the course needs, and fill the caches each process
     fills on first use (compiled patterns of the highlighter, the Markdown renderer and the HTML
     cleaner; the notebook schema's validator; the gradebook's mappings; the installed libraries'
-    versions), before any child is forked: every child inherits them instead of paying them."""
+    versions), before any child is forked: every child inherits them instead of paying them. Once
+    per process: a grader that forks its workers warms itself once for all of them."""
+    global _warmed
+    if not _warmed:
+        _warmed = True
+        _warm()
+
+
+def _warm() -> None:
     library_versions()
     stamp_gradebooks_in_process()
+    fast_node_checks()
     try:   # the caches only: a child that finds one empty fills it itself
         nb = nbformat.v4.new_notebook(cells=[
             nbformat.v4.new_markdown_cell("# Warm\nText with *emphasis*, `code`, $x^2$, a [link](https://example.org)"
@@ -298,13 +311,13 @@ class Worker:
         return {"rcs": rcs, "seconds": [s["seconds"] for s in steps], "killed": killed, "log": log.text()}
 
 
-def serve() -> int:
-    """Answer requests (one JSON line each on stdin) until stdin closes."""
+def serve(requests=None) -> int:
+    """Answer requests (one JSON line each on stdin, or `requests`) until it closes."""
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)   # nothing printed here reaches the answers
-    _warm()
+    warm()
     worker = Worker()
-    for line in sys.stdin:
+    for line in requests if requests is not None else sys.stdin:
         try:
             answer = worker.handle(json.loads(line))
         except Exception as err:  # noqa: BLE001 - the client reports it
@@ -312,6 +325,29 @@ def serve() -> int:
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
     return 0
+
+
+NAME = b"nbgrader-worker"   # a forked worker's name in ps and /proc/PID/comm (its command line is its parent's)
+
+
+def serve_forked(env: dict, cwd: str) -> int:
+    """In a process just forked from the grader (utils/nbgrader_client.py, fork_here), whose
+    requests arrive on fd 0 and answers leave on fd 1: the worker, as `python -m
+    utils.grading.nbgrader_worker` would be, but for the imports, which it has."""
+    os.setsid()
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # the client ends it by closing its requests
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(15, NAME, 0, 0, 0)   # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
+    with open(0, closefd=False) as requests:
+        return serve(requests)
 
 
 if __name__ == "__main__":
