@@ -15,6 +15,8 @@ reason when it fails (steps/write_result.py, recording_failure).
 
 from __future__ import annotations
 
+import functools
+
 import nbgrader.api
 from alembic.script import ScriptDirectory
 from nbgrader.converters.autograde import Autograde
@@ -41,21 +43,35 @@ def _defaults(app, trait: str) -> list:
     return list(app.class_traits()[trait].default())
 
 
-def install(c) -> None:
-    """Put the course's steps into nbgrader's pipelines in config `c` (nbgrader's own steps kept)."""
+@functools.cache
+def _pipelines() -> dict[str, tuple]:
+    """The steps of each nbgrader pipeline, built once per process: every nbgrader command reads
+    the course's config (three times), and wrapping each step in a class of its own each time cost
+    about 0.03 CPU-s a submission."""
     replace = {Execute: [ReferenceObservations, SafeExecute, Verdicts, KernelFields], LimitOutput: [LimitOutputSize],
                CheckCellMetadata: [CheckCellMetadataOnce]}
     autograde = [step for pp in _defaults(Autograde, "autograde_preprocessors") for step in replace.get(pp, [pp])]
     sanitize = [WellFormed] + [{OverwriteCells: SafeOverwriteCells, CheckCellMetadata: CheckCellMetadataOnce}.get(pp, pp)
                                for pp in _defaults(Autograde, "sanitize_preprocessors")]
-    c.Autograde.sanitize_preprocessors = [recording_failure(step) for step in sanitize]
-    c.Autograde.autograde_preprocessors = [recording_failure(step) for step in autograde + [WriteResult]]
-    # Generated notebooks carry the kernel's full language_info, so they open unmodified.
-    c.GenerateAssignment.preprocessors = [*(CheckCellMetadataOnce if pp is CheckCellMetadata else pp
-                                            for pp in _defaults(GenerateAssignment, "preprocessors")), KernelLanguageInfo]
     feedback = _defaults(GenerateFeedback, "preprocessors")
     feedback.insert(1, HideHiddenTests)  # after GetGrades, before the HTML header
-    c.GenerateFeedback.preprocessors = feedback
+    return {
+        "sanitize": tuple(recording_failure(step) for step in sanitize),
+        "autograde": tuple(recording_failure(step) for step in autograde + [WriteResult]),
+        # Generated notebooks carry the kernel's full language_info, so they open unmodified.
+        "assignment": (*(CheckCellMetadataOnce if pp is CheckCellMetadata else pp
+                         for pp in _defaults(GenerateAssignment, "preprocessors")), KernelLanguageInfo),
+        "feedback": tuple(feedback),
+    }
+
+
+def install(c) -> None:
+    """Put the course's steps into nbgrader's pipelines in config `c` (nbgrader's own steps kept)."""
+    steps = _pipelines()
+    c.Autograde.sanitize_preprocessors = list(steps["sanitize"])
+    c.Autograde.autograde_preprocessors = list(steps["autograde"])
+    c.GenerateAssignment.preprocessors = list(steps["assignment"])
+    c.GenerateFeedback.preprocessors = list(steps["feedback"])
     configure_html(c)
     stamp_gradebooks_in_process()
     fast_node_checks()
