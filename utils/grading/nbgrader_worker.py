@@ -17,7 +17,8 @@ before its first sandboxed child, so each child inherits it: once per worker and
 
 The client side (utils/nbgrader_client.py, used by utils.processes.nbgrader) keeps a pool of idle
 workers per process (the grader, a Dask worker, a test process), started when first needed and
-ended with the process.
+ended with the process. The grading command forks its workers from itself instead (serve_forked:
+it has imported all of the above by then), after warming the caches once for all of them (warm).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def _warm() -> None:
         config = Config()
         configure_html(config)
         config.RenderDeadline.seconds = 0
+        config.HTMLExporter.template_name = "classic"   # what the feedback page's template extends
         HTMLExporter(config=config).from_notebook_node(nb)
         formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
         config.HTMLExporter.template_name = "feedback"   # as GenerateFeedback renders its pages
