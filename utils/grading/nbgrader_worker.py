@@ -23,6 +23,7 @@ it has imported all of the above by then), after warming the caches once for all
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -76,6 +77,10 @@ def warm() -> None:
     if not _warmed:
         _warmed = True
         _warm()
+        # What is imported and warmed by now lives as long as the process: out of the collector's
+        # reach (gc.freeze), a child's collections never walk it, nor write to its pages (each
+        # write copies a page the child shares with its parent). About 0.04 CPU-s a submission.
+        gc.freeze()
 
 
 def _warm() -> None:
