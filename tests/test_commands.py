@@ -79,3 +79,18 @@ def test_the_tools_are_not_importable_outside_the_checkout(tmp_path):
     code = "import importlib.util as u; print(u.find_spec('utils') is None, u.find_spec('course') is not None)"
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert res.stdout.split() == ["True", "True"], res.stdout + res.stderr[-2000:]
+
+
+def test_grade_forks_its_workers_while_it_runs_and_only_then(monkeypatch):
+    """`prefill-decode grade` is the grading command as `python -m utils.grading` is: its workers
+    forked from it (utils/nbgrader_client.py) while it runs; the process that called it is left as
+    it was (a test process never forks its workers)."""
+    from utils import nbgrader_client
+    from utils.grading import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "main", lambda argv=None: seen.append(nbgrader_client._serve) or 0)
+    assert nbgrader_client._serve is None
+    assert commands.main(["grade", "01_two_phases"]) == 0
+    assert seen and seen[0] is not None
+    assert nbgrader_client._serve is None

@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     module = TOOLS[name][0]
     tool = importlib.import_module(MAIN_OF.get(module, module))
     sys.argv[0] = f"{PROG} {name}"   # argparse's usage line names the tool as it was called
-    try:
-        return tool.main(rest)
+    try:   # a tool's `command` where it has one: its entry as a process of its own
+        return getattr(tool, "command", tool.main)(rest)
     except SystemExit as done:       # argparse's --help and usage errors
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 2)
 

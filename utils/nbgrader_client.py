@@ -5,7 +5,7 @@ one is left and ended with the process; one request at a time each.
 A worker is a new Python (`python -m utils.grading.nbgrader_worker`), which imports nbgrader and
 the course's steps again (about 0.85 CPU-s), except in a process that called `fork_here(serve)`: there,
 while the process runs one thread, a worker is forked from it and keeps what it imported. The
-grading command calls it (utils/grading/__main__.py): by the time it asks for its first worker it
+grading command calls it (utils/grading/cli.py, `command`): by the time it asks for its first worker it
 has read the course's config, which imports the course's steps and with them nbgrader, and it holds
 no database connection or thread yet.
 """
@@ -40,7 +40,7 @@ def fork_here(serve, prepare=None) -> None:
     """This process's workers are forked from it while it runs one thread (module doc); in each,
     `serve(env, cwd)` answers the requests arriving on fd 0 on fd 1 and returns its exit status.
     `prepare()` runs in this process before the first fork: what every worker would do first,
-    done once for all of them."""
+    done once for all of them. `serve` None: started anew again."""
     global _serve, _prepare
     _serve, _prepare = serve, prepare
 

@@ -22,6 +22,8 @@ from utils.errors import ToolError
 from utils.escaping import escaped
 from utils.lessons import REPO
 from utils.grading.grade_course import grade
+from utils.grading.nbgrader_worker import serve_forked, warm
+from utils.nbgrader_client import fork_here
 
 
 def parser() -> argparse.ArgumentParser:
@@ -78,3 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(escaped(f"FAIL {p}"))
     return 1 if problems else 0
+
+
+def command(argv: list[str] | None = None) -> int:
+    """The grading command as a process of its own (`python -m utils.grading`, `prefill-decode
+    grade`): its nbgrader workers are forked from it, and keep what it imports
+    (utils/nbgrader_client.py); then `main`. Another caller (a test) calls `main`; one that calls
+    this gets its own way back when it returns."""
+    fork_here(serve_forked, warm)
+    try:
+        return main(argv)
+    finally:
+        fork_here(None)
+
