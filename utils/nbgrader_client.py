@@ -23,6 +23,7 @@ import time
 
 import psutil
 
+from utils.fork import fork_into
 from utils.lessons import REPO
 
 GRACE = 120         # seconds past a request's own limit before its worker itself is ended
@@ -58,26 +59,13 @@ class _Forked:
             others = [f.fileno() for c in _idle for f in (c.proc.stdin, c.proc.stdout) if not f.closed]
         requests_r, requests_w = os.pipe()
         answers_r, answers_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:   # the worker: never returns
-            code = 1
-            try:
-                os.close(requests_w)
-                os.close(answers_r)
-                os.dup2(requests_r, 0)
-                os.dup2(answers_w, 1)
-                null = os.open(os.devnull, os.O_WRONLY)
-                for fd in [2, *others]:   # /dev/null in their place, their numbers kept: nothing here uses them
-                    os.dup2(null, fd)
-                for fd in (null, requests_r, answers_w):
-                    os.close(fd)
-                code = serve(env, str(REPO))
-            finally:
-                os._exit(code)
-        os.close(requests_r)
-        os.close(answers_w)
+        null = os.open(os.devnull, os.O_WRONLY)
+        # /dev/null in place of stderr and of the other workers' pipes, their numbers kept: nothing
+        # in the worker uses them
+        pid = fork_into(lambda: serve(env, str(REPO)), {0: requests_r, 1: answers_w, 2: null, **dict.fromkeys(others, null)},
+                        drop=(requests_w, answers_r, null, requests_r, answers_w))
+        for fd in (null, requests_r, answers_w):
+            os.close(fd)
         self.pid, self.returncode = pid, None
         self.stdin, self.stdout = os.fdopen(requests_w, "w"), os.fdopen(answers_r, "r")
 

@@ -48,6 +48,7 @@ from nbgrader.api import Gradebook
 from nbgrader.apps.nbgraderapp import NbGraderApp
 from traitlets.config import Config
 
+from utils.fork import fork_into
 from utils.processes import BoundedLog, kill_tree
 from utils.grading.fingerprint import library_versions
 from utils.grading.pipeline import stamp_gradebooks_in_process
@@ -274,27 +275,15 @@ class Worker:
         fd, status = tempfile.mkstemp(prefix="nbgrader-worker-", suffix=".json")
         os.close(fd)
         read, write = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:   # the child: never returns
-            code = 0
-            try:
-                os.close(read)
-                os.dup2(write, 1)
-                os.dup2(write, 2)
-                os.close(write)
-                if stale:
-                    probe.unavailable.cache_clear()
-                    probe.trial_start.cache_clear()
-                _child(request, status)
-            except BaseException:  # noqa: BLE001
-                traceback.print_exc()
-                code = 1
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+
+        def child() -> int:
+            if stale:
+                probe.unavailable.cache_clear()
+                probe.trial_start.cache_clear()
+            _child(request, status)
+            return 0
+
+        pid = fork_into(child, {1: write, 2: write}, drop=(read, write))
         os.close(write)
         log = BoundedLog()
         reader = threading.Thread(target=_read_log, args=(read, log), daemon=True)
