@@ -158,3 +158,55 @@ def test_the_mounts_are_one_ordered_list_with_a_reason_each(tmp_path):
     shown = [args[-2] for args, _ in layout if args[0] == "--ro-bind"]
     assert not [s for s in shown if s in ("/", "/usr", "/home", "/srv", "/var", "/opt", "/usr/local", str(REPO))]
     assert str(REPO / "course") in shown
+
+
+LEAN_PROBE = """
+import importlib.util, os, sys
+print('DEBUGGER', sorted(m for m in sys.modules if m.startswith(('debugpy', 'pydevd', '_pydevd'))))
+print('HISTORY', get_ipython().history_manager.enabled, 'sqlite3' in sys.modules)
+folder = list(importlib.util.find_spec('debugpy').submodule_search_locations)[0]
+print('FOLDER', os.listdir(folder))
+try:
+    open(os.path.join(folder, 'server.py'), 'w')
+except OSError as err:
+    print('PLANT', err.strerror)
+x = 41
+print('INPUTS', In[-1].splitlines()[-1], _i.splitlines()[-1] if _i else None)
+"""
+
+
+def test_a_graded_kernel_starts_without_the_debugger_and_keeps_no_history_database(tmp_path):
+    """debugpy, which ipykernel would import at every start, is an empty read-only folder inside;
+    IPython keeps inputs in memory only (In and _i as usual). Control: the same probe in a kernel
+    outside the sandbox finds the debugger loaded and the history database on."""
+    from jupyter_client.manager import start_new_kernel
+
+    out, _ = in_kernel(tmp_path, LEAN_PROBE)
+    assert "DEBUGGER ['debugpy']" in out and "HISTORY False False" in out, out   # the empty folder's namespace package alone
+    assert "FOLDER []" in out and "PLANT Read-only file system" in out, out
+    assert "INPUTS print('INPUTS'" in out and "ERROR" not in out, out
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
+    try:
+        found = []
+        kc.execute_interactive(LEAN_PROBE.split("folder =")[0], timeout=60,
+                               output_hook=lambda m: found.append(m["content"].get("text", "")))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    control = "".join(found)
+    assert "'pydevd'" in control and "HISTORY True True" in control, control
+
+
+def test_an_unused_package_is_emptied_only_where_the_environment_shows_it(tmp_path):
+    from utils.sandbox.interpreter import python_paths, unused_packages
+    from utils.sandbox.mounts import mounts
+
+    debugpy = unused_packages()
+    assert debugpy and all(p.endswith("debugpy") for p in debugpy), debugpy
+    elsewhere = tmp_path / "debugpy"
+    elsewhere.mkdir()
+    layout = mounts(str(tmp_path), str(tmp_path / "run"), python_paths(str(REPO)), 1 << 20, debugpy + (str(elsewhere),))
+    emptied = [args[-1] for args, _ in layout if args[0] == "--tmpfs"]
+    assert [p for p in emptied if p not in ("/tmp", "/dev/shm", str(tmp_path))] == list(debugpy)
+    assert [args for args, _ in layout if args[0] == "--remount-ro"] == [["--remount-ro", p] for p in debugpy]

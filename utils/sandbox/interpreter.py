@@ -1,6 +1,7 @@
 """What of this interpreter the kernel's Python needs: the interpreter, site-packages and the folders
 .pth files add (none holding a course root), and of the course only the `course` package, at the
-path the editable-install finder or .pth file expects (`python_paths`, `kernel_python`).
+path the editable-install finder or .pth file expects (`python_paths`, `kernel_python`); and the
+packages of that environment a graded kernel never uses, shown to it as empty folders (`unused_packages`).
 
 Found by reading the environment (finders are parsed, not imported), so that `mounts` can bind
 exactly these read-only.
@@ -9,6 +10,7 @@ exactly these read-only.
 from __future__ import annotations
 
 import ast
+import functools
 import glob
 import importlib.util
 import os
@@ -18,6 +20,13 @@ import sysconfig
 from pathlib import Path
 
 from utils.lessons import REPO
+
+
+# Installed beside ipykernel, never used by a graded kernel: ipykernel imports its debugger (debugpy,
+# with pydevd) at every start where it can, about 0.08 CPU-s a kernel, and nothing debugs a kernel
+# that grades a submission. Hidden, ipykernel starts without a debugger, as it does where debugpy
+# is not installed.
+UNUSED = ("debugpy",)
 
 
 def _site_dirs() -> list[str]:
@@ -141,3 +150,17 @@ def kernel_python(*folders: str) -> list[str]:
     `folders` (the kernel's own, and SandboxKernelManager.hidden)."""
     roots = [r for r in (str(REPO), os.getcwd(), *folders) if r]
     return python_paths(*roots)
+
+
+@functools.cache
+def unused_packages() -> tuple[str, ...]:
+    """The folders of the UNUSED packages this interpreter would import (found, not imported)."""
+    found = []
+    for name in UNUSED:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            found += [os.path.normpath(p) for p in spec.submodule_search_locations if os.path.isdir(p)]
+    return tuple(found)

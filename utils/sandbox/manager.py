@@ -37,7 +37,7 @@ from traitlets.config import LoggingConfigurable
 from utils.sandbox.channels import WellFormedChannel
 from utils.sandbox.command import bwrap_command, kernel_env, kernel_uid, launch_args
 from utils.sandbox.sandbox_error import SandboxError
-from utils.sandbox.interpreter import kernel_python
+from utils.sandbox.interpreter import kernel_python, unused_packages
 from utils.sandbox.limits import in_cgroups, kernel_limits, remove_cgroup
 from utils.sandbox.mounts import KERNEL_TMP, RUN, give_to, mounts, new_rundir
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
@@ -46,6 +46,12 @@ from utils.signals import signal_process
 from utils.sandbox.seccomp import filter_in_words, program_fd
 from utils.sandbox.seccomp import unavailable as seccomp_unavailable
 from utils.sandbox.sockets import SafeSockets
+
+
+# IPython keeps each kernel's inputs in an SQLite database (nbclient's kernels in one in memory):
+# nothing reads a graded kernel's. Off, IPython neither imports sqlite3 nor writes a row for each
+# cell; In and _i stay as they are.
+NO_HISTORY = "--HistoryManager.enabled=False"
 
 
 class SandboxSettings(LoggingConfigurable):
@@ -219,13 +225,15 @@ class SandboxKernelManager(_SandboxLifecycle):
         if not self.enabled:
             return cmd
         cmd = [a.replace(self._rundir, RUN) for a in cmd]   # the connection file, as the kernel sees it
+        if any("ipykernel" in a for a in cmd):
+            cmd.append(NO_HISTORY)
         give_to(self._rundir, self._uid)   # the kernel (its own uid) reads its connection file
         python = kernel_python(self._workdir, self._rundir, *self.hidden) + [p for p in self.extra_readonly if os.path.isdir(p)]
         mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
         self._close_seccomp_fd()
         self._seccomp_fd = program_fd()   # read by bwrap when it starts (_async_launch_kernel passes it on)
-        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(), self._uid, self.bwrap,
-                               self._seccomp_fd)
+        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work, unused_packages()), kernel_env(),
+                               self._uid, self.bwrap, self._seccomp_fd)
         launch = launch_args(mem, self.process_limit, self.copy_limit_mb << 20, work // 2, self._uid,
                              self._workdir, os.path.dirname(self._inside_ip))
         self._drop_cgroups()   # a restarted kernel gets fresh groups

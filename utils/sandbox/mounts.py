@@ -67,9 +67,10 @@ def _shown_already(path: str, layout: Layout) -> bool:
     return False
 
 
-def mounts(workdir: str, rundir: str, python: list[str], work_size: int) -> Layout:
+def mounts(workdir: str, rundir: str, python: list[str], work_size: int, emptied: tuple[str, ...] = ()) -> Layout:
     """The kernel's file system, built up from nothing in this order (bwrap args, reason). Of the
-    Python environment's paths, those that the system's folders already show are left out."""
+    Python environment's paths, those that the system's folders already show are left out; a
+    folder of `emptied` that they show is there, empty and read-only (interpreter.unused_packages)."""
     tmpfs = ["--size", str(work_size), "--perms", "01777", "--tmpfs"]
     gpus = sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
     layout = [
@@ -84,6 +85,10 @@ def mounts(workdir: str, rundir: str, python: list[str], work_size: int) -> Layo
     for p in python:
         if not _shown_already(p, layout):
             layout.append(_show(p, "the Python environment, and the course package alone"))
+    for p in emptied:
+        if os.path.isdir(p) and not os.path.islink(p) and _shown_already(p, layout):
+            layout += [(["--tmpfs", p], "a package a graded kernel never uses (the debugger), empty"),
+                       (["--remount-ro", p], "the same, read-only")]
     return layout + [
         (["--ro-bind", rundir, RUN], "the connection file and matplotlib's font list"),
         (["--ro-bind", workdir, SUBMISSION], "the submission, read once to copy it into the work folder"),
