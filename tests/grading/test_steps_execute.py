@@ -297,3 +297,17 @@ def test_a_fair_student_who_prints_just_under_the_cap_keeps_full_marks_on_later_
     assert "the grader cut this cell's output here" in "".join(o.get("text", "") for o in nb.cells[4].outputs)
     nb, _ = Verdicts().preprocess(nb, resources)
     assert [determine_grade(nb.cells[i]) for i in (3, 5)] == [(2, 2), (3, 3)], [nb.cells[i].outputs for i in (3, 5)]
+
+
+@pytest.mark.slow   # kernels
+@pytest.mark.parametrize("mode, ran_its_end", [("immediate", False), ("graceful", True)])
+def test_the_kernel_is_killed_after_the_last_cell_without_running_its_own_end(tmp_path, mode, ran_its_end):
+    """After the last cell the kernel has given all it will give: by default (immediate) it is
+    killed and runs neither the student's atexit hooks nor the interpreter's teardown. Control:
+    nbclient's graceful shutdown runs them. The outputs are the same either way."""
+    marker = tmp_path / "ended"
+    nb = new_notebook(cells=[new_code_cell(f"import atexit\natexit.register(open, {str(marker)!r}, 'w')\nprint(6 * 7)")])
+    traits = {} if mode == "immediate" else {"shutdown_kernel": mode}
+    nb, _ = _unsandboxed(**traits).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert [o.get("text") for o in nb.cells[0].outputs] == ["42\n"]
+    assert marker.exists() == ran_its_end
