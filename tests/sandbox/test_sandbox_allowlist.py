@@ -175,7 +175,7 @@ print('INPUTS', In[-1].splitlines()[-1], _i.splitlines()[-1] if _i else None)
 """
 
 
-def test_a_graded_kernel_starts_without_the_debugger_and_keeps_no_history_database(tmp_path):
+def test_a_graded_kernel_starts_without_the_debugger_and_keeps_no_history_database(tmp_path, capfd):
     """debugpy, which ipykernel would import at every start, is an empty read-only folder inside;
     IPython keeps inputs in memory only (In and _i as usual). Control: the same probe in a kernel
     outside the sandbox finds the debugger loaded and the history database on."""
@@ -185,6 +185,7 @@ def test_a_graded_kernel_starts_without_the_debugger_and_keeps_no_history_databa
     assert "DEBUGGER ['debugpy']" in out and "HISTORY False False" in out, out   # the empty folder's namespace package alone
     assert "FOLDER []" in out and "PLANT Read-only file system" in out, out
     assert "INPUTS print('INPUTS'" in out and "ERROR" not in out, out
+    assert "Ctrl-C will not work" not in capfd.readouterr().err   # its parent is the sandbox's init
 
     km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
     try:

@@ -11,8 +11,9 @@ What the student's code sees (guaranteed wherever bubblewrap runs):
     loader's files in /etc, time zones), the interpreter (its stdlib, executable and libpython, not
     the rest of its prefix), the virtual environment, site-packages and .pth folders that hold no
     course, and of the course only the `course` package (at the path the editable-install finder
-    or .pth file expects) - all read-only; a minimal /dev, /proc of its own PID namespace, a
-    private /tmp and /dev/shm. Nothing else of the machine exists there: no home or /root (beyond the
+    or .pth file expects) - all read-only, with the debugger's package (debugpy) an empty folder
+    (interpreter.UNUSED: ipykernel would import it at every start); a minimal /dev, /proc of its
+    own PID namespace, a private /tmp and /dev/shm. Nothing else of the machine exists there: no home or /root (beyond the
     environment's own folders, where it lives there), /srv, /var, /opt,
     /usr/local (the nbgrader exchange), checkout, course folder, gradebook or .grading-cache,
     whatever path they are at.
