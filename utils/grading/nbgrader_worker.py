@@ -12,6 +12,9 @@ its notebook was graded (`if_graded`).
 
 The sandbox's trial start (utils/sandbox/probe.py, cached per process) is made in the worker itself
 before its first sandboxed child, so each child inherits it: once per worker and environment.
+The same holds for the lesson's code highlighted as the feedback pages show it
+(utils/grading/highlighting.py): once per worker and source notebook, before the child that
+writes a page.
 
     python -m utils.grading.nbgrader_worker     reads one JSON request a line on stdin, answers one a line
 
@@ -50,6 +53,7 @@ from traitlets.config import Config
 
 from utils.fork import fork_into
 from utils.processes import BoundedLog, kill_tree
+from utils.grading import highlighting
 from utils.grading.fingerprint import library_versions
 from utils.grading.pipeline import stamp_gradebooks_in_process
 from utils.grading.result_file import graded, read_result
@@ -272,6 +276,10 @@ class Worker:
         if request.get("sandbox"):
             self._probe(request)
         stale = self._key(request["env"]) != self.current   # the caches answer for another environment
+        for step in request["steps"]:   # the lesson's own code, highlighted for every child's pages
+            if step["argv"][:1] == ["generate_feedback"]:
+                roots = [a.split("=", 1)[1] for a in step["argv"] if a.startswith("--CourseDirectory.root=")]
+                highlighting.remember(os.path.join(request["cwd"], roots[-1] if roots else "."))
         fd, status = tempfile.mkstemp(prefix="nbgrader-worker-", suffix=".json")
         os.close(fd)
         read, write = os.pipe()
