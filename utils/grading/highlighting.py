@@ -28,17 +28,22 @@ _read: set[str] = set()          # digests of the source notebooks already highl
 _size = 0
 
 
-def _key(converter: Highlight2HTML, source: str, language, metadata) -> tuple:
-    magics = metadata.get("magics_language") if isinstance(metadata, dict) else None
-    return (source, language or converter.pygments_lexer, str(magics),
-            repr(sorted(converter.extra_formatter_options.items())))
+def _key(converter: Highlight2HTML, source, language, metadata) -> tuple | None:
+    """What nbconvert's HTML depends on; None where it is not plain data of the usual types (a
+    non-string source, language or magics language: made by nbconvert itself, never remembered)."""
+    magics = metadata.get("magics_language", "") if isinstance(metadata, dict) else ""
+    language = language or converter.pygments_lexer
+    if not (isinstance(source, str) and isinstance(language, str) and isinstance(magics, str)):
+        return None
+    has_magics = isinstance(metadata, dict) and "magics_language" in metadata
+    return (source, language, has_magics, magics, repr(sorted(converter.extra_formatter_options.items())))
 
 
 def _highlighted(self: Highlight2HTML, source, language=None, metadata=None):
-    if isinstance(source, str):
-        made = _made.get(_key(self, source, language, metadata))
-        if made is not None:
-            return made
+    key = _key(self, source, language, metadata)
+    made = _made.get(key) if key is not None else None
+    if made is not None:
+        return made
     return _highlight(self, source, language, metadata)
 
 
@@ -50,27 +55,38 @@ def install() -> None:
 def remember(course: str | Path) -> None:
     """Highlight the code cells of `course`'s source notebooks (source/LESSON/*.ipynb) as a
     feedback page will: the graded notebook's Pygments lexer, the exporter's default options. Each
-    notebook once per process (by its bytes' digest); a notebook that cannot be read is skipped."""
-    global _size
+    notebook once per process (by its bytes' digest). Only a cache: a notebook or cell that cannot
+    be read or highlighted is left for the children to highlight as nbconvert does (never raises)."""
     install()
     for path in sorted(Path(course, "source").glob("*/*.ipynb")):
         try:
-            if path.is_symlink() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
-                continue
-            data = path.read_bytes()
-            digest = hashlib.sha256(data).hexdigest()
-            if digest in _read:
-                continue
-            _read.add(digest)
-            nb = nbformat.reads(data.decode(), as_version=4)
-        except (OSError, ValueError, UnicodeDecodeError, nbformat.reader.NotJSONError):
+            _remember_notebook(path)
+        except Exception:  # noqa: BLE001 - nothing remembered from it; nbconvert judges it on the page
             continue
-        # the page's lexer is the graded notebook's, which its kernel wrote (ipykernel: ipython3)
-        converter = Highlight2HTML(pygments_lexer=nb.metadata.get("language_info", {}).get("pygments_lexer") or KERNEL_LEXER)
-        for cell in nb.cells:
-            if cell.cell_type != "code" or _size > MAX_REMEMBERED:
+
+
+def _remember_notebook(path: Path) -> None:
+    global _size
+    if path.is_symlink() or path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        return
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest in _read:
+        return
+    _read.add(digest)
+    nb = nbformat.reads(data.decode(), as_version=4)
+    # the page's lexer is the graded notebook's, which its kernel wrote (ipykernel: ipython3)
+    info = nb.metadata.get("language_info")
+    lexer = info.get("pygments_lexer") if isinstance(info, dict) else None
+    converter = Highlight2HTML(pygments_lexer=lexer if isinstance(lexer, str) and lexer else KERNEL_LEXER)
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code" or _size > MAX_REMEMBERED:
+            continue
+        source, metadata = cell.get("source"), cell.get("metadata", {})
+        key = _key(converter, source, None, metadata)
+        if key is not None and key not in _made:
+            try:
+                _made[key] = _highlight(converter, source, None, metadata)
+            except Exception:  # noqa: BLE001 - this cell is left to nbconvert on the page
                 continue
-            key = _key(converter, cell.source, None, cell.metadata)
-            if key not in _made:
-                _made[key] = _highlight(converter, cell.source, None, cell.metadata)
-                _size += len(_made[key])
+            _size += len(_made[key]) + len(source)
