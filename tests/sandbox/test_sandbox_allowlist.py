@@ -211,3 +211,15 @@ def test_an_unused_package_is_emptied_only_where_the_environment_shows_it(tmp_pa
     emptied = [args[-1] for args, _ in layout if args[0] == "--tmpfs"]
     assert [p for p in emptied if p not in ("/tmp", "/dev/shm", str(tmp_path))] == list(debugpy)
     assert [args for args, _ in layout if args[0] == "--remount-ro"] == [["--remount-ro", p] for p in debugpy]
+
+
+def test_the_trial_start_sees_the_debugger_emptied_as_a_kernel_does():
+    """The trial start (probe.run_sandboxed) builds a kernel's mounts, the emptied folder included:
+    where that mount failed, the trial would say so before anyone is graded."""
+    from utils.sandbox.command import kernel_uid
+    from utils.sandbox.interpreter import unused_packages
+    from utils.sandbox.probe import run_sandboxed
+
+    folder = unused_packages()[0]
+    proc = run_sandboxed(f"import os; print(os.listdir({folder!r}))", kernel_uid())
+    assert proc.returncode == 0 and proc.stdout.strip() == b"[]", proc
