@@ -247,7 +247,8 @@ def as_autograding():
 
 def run_observed(path, cwd=None, timeout: int = 600):
     """Execute a notebook as autograding does (NBGRADER_EXECUTION=autograde), in a trusted kernel
-    without the sandbox; returns the executed notebook. Errors in cells are kept as outputs."""
+    without the sandbox; returns the executed notebook. Errors in cells are kept as outputs; the
+    kernel is killed after the last cell, as SafeExecute's is."""
     from pathlib import Path
 
     import nbformat
@@ -255,7 +256,7 @@ def run_observed(path, cwd=None, timeout: int = 600):
 
     nb = nbformat.read(str(path), as_version=4)
     with as_autograding():
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True, shutdown_kernel="immediate",
                        resources={"metadata": {"path": str(cwd or Path(path).parent)}}).execute()
     return nb
 
