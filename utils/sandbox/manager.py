@@ -37,7 +37,7 @@ from traitlets.config import LoggingConfigurable
 from utils.sandbox.channels import WellFormedChannel
 from utils.sandbox.command import bwrap_command, kernel_env, kernel_uid, launch_args
 from utils.sandbox.sandbox_error import SandboxError
-from utils.sandbox.interpreter import kernel_python, unused_packages
+from utils.sandbox.interpreter import kernel_python
 from utils.sandbox.limits import in_cgroups, kernel_limits, remove_cgroup
 from utils.sandbox.mounts import KERNEL_TMP, RUN, give_to, mounts, new_rundir
 from utils.sandbox.probe import OPT_OUT, start_problem, unavailable
@@ -232,7 +232,7 @@ class SandboxKernelManager(_SandboxLifecycle):
         mem, work = self.memory_limit_mb << 20, self.work_size_mb << 20
         self._close_seccomp_fd()
         self._seccomp_fd = program_fd()   # read by bwrap when it starts (_async_launch_kernel passes it on)
-        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work, unused_packages()), kernel_env(),
+        prefix = bwrap_command(mounts(self._workdir, self._rundir, python, work), kernel_env(),
                                self._uid, self.bwrap, self._seccomp_fd)
         launch = launch_args(mem, self.process_limit, self.copy_limit_mb << 20, work // 2, self._uid,
                              self._workdir, os.path.dirname(self._inside_ip))

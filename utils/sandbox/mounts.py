@@ -13,6 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from utils.sandbox.interpreter import unused_packages
+
 SUBMISSION = "/run/submission"   # the real work folder, read-only, inside the sandbox
 RUN = "/run/kernel"              # the connection file and matplotlib's font list, read-only
 KERNEL_TMP = "/tmp"
@@ -67,10 +69,12 @@ def _shown_already(path: str, layout: Layout) -> bool:
     return False
 
 
-def mounts(workdir: str, rundir: str, python: list[str], work_size: int, emptied: tuple[str, ...] = ()) -> Layout:
+def mounts(workdir: str, rundir: str, python: list[str], work_size: int,
+           emptied: tuple[str, ...] | None = None) -> Layout:
     """The kernel's file system, built up from nothing in this order (bwrap args, reason). Of the
     Python environment's paths, those that the system's folders already show are left out; a
-    folder of `emptied` that they show is there, empty and read-only (interpreter.unused_packages)."""
+    folder of `emptied` (default: interpreter.unused_packages) that they show is there, empty and
+    read-only."""
     tmpfs = ["--size", str(work_size), "--perms", "01777", "--tmpfs"]
     gpus = sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri"))
     layout = [
@@ -85,7 +89,7 @@ def mounts(workdir: str, rundir: str, python: list[str], work_size: int, emptied
     for p in python:
         if not _shown_already(p, layout):
             layout.append(_show(p, "the Python environment, and the course package alone"))
-    for p in emptied:
+    for p in unused_packages() if emptied is None else emptied:
         if os.path.isdir(p) and not os.path.islink(p) and _shown_already(p, layout):
             layout += [(["--tmpfs", p], "a package a graded kernel never uses (the debugger), empty"),
                        (["--remount-ro", p], "the same, read-only")]

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 from utils.sandbox.command import bwrap_command, kernel_env, kernel_uid, launch_args, namespaces
-from utils.sandbox.interpreter import kernel_python, unused_packages
+from utils.sandbox.interpreter import kernel_python
 from utils.sandbox.mounts import KERNEL_TMP, give_to, mounts, new_rundir
 from utils.sandbox.seccomp import program_fd
 
@@ -69,7 +69,7 @@ def run_sandboxed(program: str, uid: int, bwrap: str = "bwrap", *, seccomp: bool
         work, rundir = tempfile.mkdtemp(prefix="kc-"), new_rundir()
         fd = program_fd() if seccomp else None
         give_to(rundir, uid)
-        layout = mounts(work, rundir, kernel_python(work, rundir), 64 << 20, unused_packages())
+        layout = mounts(work, rundir, kernel_python(work, rundir), 64 << 20)
         cmd = bwrap_command(layout, kernel_env(), uid, bwrap, fd)
         if not disable_userns:
             cmd.remove("--disable-userns")
